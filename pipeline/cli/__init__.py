@@ -1,0 +1,17 @@
+"""The ``overlap`` command line: thin click commands over :mod:`pipeline.api`.
+
+Exit codes: see :mod:`pipeline.errors` (0 ok, 1 compare alarm, 2 bad usage or input,
+3 output exists, 4 execution failure).
+"""
+
+from __future__ import annotations
+
+import click
+
+from pipeline import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="overlap")
+def main() -> None:
+    """Score word-overlap metrics (ROUGE) exactly and at scale, and compare runs."""

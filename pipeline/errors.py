@@ -1,0 +1,84 @@
+"""Errors raised by overlap-pipeline, each carrying the process exit code the CLI uses.
+
+Exit codes (documented in the README):
+
+| code | meaning |
+|------|---------|
+| 0 | success (``compare``: no alarm) |
+| 1 | ``compare`` raised an alarm |
+| 2 | bad usage, configuration or input data (:class:`InputError`, :class:`ConfigError`) |
+| 3 | the output already exists and ``--overwrite`` was not given (:class:`OutputExistsError`) |
+| 4 | an execution failure outside the input's control: Ray, workers, storage
+  (:class:`ExecutionError`) |
+
+Every class takes ``(message, *, keyword=...)`` so that it survives pickling through Ray
+(``BaseException.__reduce__`` re-calls the class with ``self.args``).
+"""
+
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """Base class of every error this package raises on purpose.
+
+    Args:
+        message: one line that names the file, column or example ids at fault.
+        hint: optional second sentence telling the user what to do.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __reduce__(self):  # noqa: D105 - keep keyword arguments through pickling (Ray)
+        return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+def _rebuild(cls: type[PipelineError], message: str, state: dict) -> PipelineError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+class ConfigError(PipelineError):
+    """An unknown or invalid setting: metric, tokenizer, option value or config key."""
+
+    exit_code = 2
+
+
+class InputError(PipelineError):
+    """Input data that cannot be scored as given: missing files, columns, ids, bad types."""
+
+    exit_code = 2
+
+
+class OutputExistsError(PipelineError):
+    """A complete output already exists at the destination and overwriting was not asked."""
+
+    exit_code = 3
+
+
+class ExecutionError(PipelineError):
+    """A failure of the execution environment (Ray cluster, workers, storage)."""
+
+    exit_code = 4
+
+
+def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str | None:
+    """Return a "did you mean X?" hint for an unknown name, or None when nothing is close.
+
+    Args:
+        name: the unknown name the user gave.
+        choices: the valid names.
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None

@@ -1,0 +1,86 @@
+"""Clipped n-gram matches between two token-id sequences (ROUGE-N sufficient statistics).
+
+Definition: Lin (2004), "ROUGE: A Package for Automatic Evaluation of Summaries", section 2;
+code: rouge-score 0.1.2 ``rouge_scorer._score_ngrams`` (matches = sum over n-grams of
+min(count in reference, count in prediction)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_EMPTY = np.int64(-1)
+
+
+@njit(cache=True, nogil=True)
+def _ngram_hash(tokens, start, n):
+    h = np.uint64(1469598103934665603)
+    for k in range(n):
+        h = (h ^ np.uint64(tokens[start + k])) * np.uint64(1099511628211)
+    return h ^ (h >> np.uint64(29))
+
+
+@njit(cache=True, nogil=True)
+def _same_ngram(tokens, a, b, n):
+    for k in range(n):
+        if tokens[a + k] != tokens[b + k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def ngram_matches(tokens, pred_start, pred_len, ref_start, ref_len, n, slot_pos, slot_cnt, used):
+    """Count clipped n-gram matches between a prediction and a reference.
+
+    Exact: n-grams are compared token by token, the hash only places them in the table.
+
+    Args:
+        tokens: int32 token ids of the whole batch, shape (T,).
+        pred_start, pred_len: the prediction's slice of ``tokens``.
+        ref_start, ref_len: the reference's slice of ``tokens``.
+        n: n-gram order, >= 1.
+        slot_pos: int64 scratch hash table, shape (C,), C a power of two >= 2 * ref n-grams,
+            all entries -1 on entry and on return.
+        slot_cnt: int32 scratch, shape (C,).
+        used: int64 scratch, shape >= ref n-grams.
+
+    Returns:
+        Clipped matches, 0 <= matches <= min(prediction n-grams, reference n-grams).
+    """
+    n_ref = ref_len - n + 1
+    n_pred = pred_len - n + 1
+    if n_ref <= 0 or n_pred <= 0:
+        return 0
+    mask = np.uint64(slot_pos.shape[0] - 1)
+    n_used = 0
+    for p in range(ref_start, ref_start + n_ref):
+        s = np.int64(_ngram_hash(tokens, p, n) & mask)
+        while True:
+            q = slot_pos[s]
+            if q == -1:
+                slot_pos[s] = p
+                slot_cnt[s] = 1
+                used[n_used] = s
+                n_used += 1
+                break
+            if _same_ngram(tokens, q, p, n):
+                slot_cnt[s] += 1
+                break
+            s = (s + 1) & np.int64(mask)
+    matches = 0
+    for p in range(pred_start, pred_start + n_pred):
+        s = np.int64(_ngram_hash(tokens, p, n) & mask)
+        while True:
+            q = slot_pos[s]
+            if q == -1:
+                break
+            if _same_ngram(tokens, q, p, n):
+                if slot_cnt[s] > 0:
+                    slot_cnt[s] -= 1
+                    matches += 1
+                break
+            s = (s + 1) & np.int64(mask)
+    for k in range(n_used):
+        slot_pos[used[k]] = -1
+    return matches

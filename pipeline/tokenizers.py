@@ -1,0 +1,260 @@
+"""Tokenizers and the Porter stemmer, chosen by name from a registry.
+
+A batch of texts is tokenized in one pass: Python normalizes each text (``str.lower`` and
+the like, which Arrow's case mapping does not reproduce exactly), then Arrow's RE2 kernels
+split every line of every text at once, and the tokens are dictionary-encoded into integer
+ids shared by every text of the batch. The metric kernels only ever see those ids.
+
+Texts are kept as lines (split on ``"\\n"``) because rougeLsum scores them sentence by
+sentence; every tokenizer here treats ``"\\n"`` as a token separator, so the tokens of a whole
+text are exactly the tokens of its lines concatenated.
+
+Registry (``TOKENIZERS``): ``rouge-score`` (default), ``unicode``, ``whitespace``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.errors import ConfigError, did_you_mean
+
+# Scripts written without spaces between words: each of their characters is a token under
+# the ``unicode`` tokenizer (RE2 script names).
+NO_SPACE_SCRIPTS = (
+    "Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan",
+    "Yi", "Bopomofo", "Tai_Le", "New_Tai_Lue", "Tai_Tham", "Tai_Viet", "Javanese",
+    "Balinese",
+)
+_NO_SPACE_CLASS = "[" + "".join(f"\\p{{{s}}}" for s in NO_SPACE_SCRIPTS) + "]"
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """A named tokenization rule.
+
+    Attributes:
+        name: registry name, also written into the signature.
+        case_sensitive: when False (the default) text is lowercased (casefolded for
+            ``unicode``) before splitting.
+        description: the rule in one sentence, for ``--help`` and the README.
+    """
+
+    name: str
+    case_sensitive: bool
+    description: str
+    _normalize: Callable[[str], str]
+    _split: Callable[[pa.Array], pa.ListArray]
+
+    def normalize(self, text: str) -> str:
+        """Return the text as the splitter sees it (case-folded and/or NFKC-normalized)."""
+        return self._normalize(text)
+
+    def split_lines(self, lines: pa.Array) -> pa.ListArray:
+        """Split normalized lines into tokens (a list per line; may contain empty strings)."""
+        return self._split(lines)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokenize one text into token strings (no stemming); for notebooks and tests.
+
+        Args:
+            text: any string; ``"\\n"`` separates tokens like any other separator.
+
+        Returns:
+            The tokens in text order.
+        """
+        lines = pa.array(self.normalize(text).split("\n"), pa.large_string())
+        return [t for line in self.split_lines(lines).to_pylist() for t in line if t]
+
+
+def _rouge_score_split(pattern: str) -> Callable[[pa.Array], pa.ListArray]:
+    def split(lines: pa.Array) -> pa.ListArray:
+        return pc.ascii_split_whitespace(pc.replace_substring_regex(lines, pattern, " "))
+
+    return split
+
+
+def _unicode_split(lines: pa.Array) -> pa.ListArray:
+    spaced = pc.replace_substring_regex(lines, _NO_SPACE_CLASS, r" \0 ")
+    return pc.utf8_split_whitespace(
+        pc.replace_substring_regex(spaced, r"[^\p{L}\p{M}\p{N}]+", " ")
+    )
+
+
+def _nfkc_casefold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _nfkc(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def _lower(text: str) -> str:
+    return text.lower()
+
+
+def get_tokenizer(name: str, *, case_sensitive: bool = False) -> Tokenizer:
+    """Build a tokenizer from the registry.
+
+    Tokenizers:
+        ``rouge-score``: exactly google-research rouge-score 0.1.2 ``tokenize.tokenize``:
+            ``str.lower()``, every character outside ``[a-z0-9]`` becomes a separator,
+            tokens are the remaining runs of ``[a-z0-9]``. Non-Latin text yields no tokens.
+        ``unicode``: NFKC normalization then ``str.casefold()``; tokens are maximal runs of
+            Unicode letters, combining marks and digits (``\\p{L}\\p{M}\\p{N}``), except that each
+            character of a script written without spaces (Han, Hiragana, Katakana, Thai, Lao,
+            Khmer, Myanmar, ...) is a token of its own.
+        ``whitespace``: ``str.lower()``, split on Unicode whitespace, nothing else (punctuation
+            stays attached to words).
+
+    Args:
+        name: one of ``TOKENIZERS``.
+        case_sensitive: keep case (skip lowercasing/casefolding); the ``rouge-score``
+            tokenizer then keeps ``[A-Za-z0-9]`` runs.
+
+    Raises:
+        ConfigError: unknown name (with a "did you mean" hint).
+    """
+    if name == "rouge-score":
+        if case_sensitive:
+            return Tokenizer(name, True, "rouge-score runs of [A-Za-z0-9], case kept",
+                             _identity, _rouge_score_split(r"[^A-Za-z0-9]+"))
+        return Tokenizer(name, False, "rouge-score 0.1.2: lowercase, runs of [a-z0-9]",
+                         _lower, _rouge_score_split(r"[^a-z0-9]+"))
+    if name == "unicode":
+        return Tokenizer(name, case_sensitive,
+                         "NFKC + casefold; runs of letters/marks/digits; CJK/Thai per character",
+                         _nfkc if case_sensitive else _nfkc_casefold, _unicode_split)
+    if name == "whitespace":
+        return Tokenizer(name, case_sensitive, "lowercase, split on whitespace",
+                         _identity if case_sensitive else _lower, pc.utf8_split_whitespace)
+    raise ConfigError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}",
+                      hint=did_you_mean(name, TOKENIZERS))
+
+
+TOKENIZERS = ("rouge-score", "unicode", "whitespace")
+STEMMERS = ("none", "porter")
+
+# Stems are memoized across batches: vocabularies are Zipfian, so after the first batches
+# almost every token is a hit. Bounded so a worker's memory cannot grow without limit.
+_STEM_CACHE: dict[tuple[str, bool], str] = {}
+_STEM_CACHE_MAX = 2_000_000
+_PORTER = None
+
+
+def porter_stem(token: str, *, lowercase: bool = True) -> str:
+    """Stem one token the way rouge-score 0.1.2 does (``use_stemmer=True``).
+
+    NLTK's ``PorterStemmer()`` in its default ``NLTK_EXTENSIONS`` mode, applied only to
+    tokens longer than 3 characters; shorter tokens are returned unchanged (rouge-score
+    ``tokenize.tokenize``). Results are memoized.
+
+    Args:
+        token: one token.
+        lowercase: passed to NLTK's ``stem(to_lowercase=...)``; False for case-sensitive runs.
+    """
+    if len(token) <= 3:
+        return token
+    key = (token, lowercase)
+    stem = _STEM_CACHE.get(key)
+    if stem is None:
+        global _PORTER
+        if _PORTER is None:
+            from nltk.stem import porter
+
+            _PORTER = porter.PorterStemmer()
+        stem = _PORTER.stem(token, to_lowercase=lowercase)
+        if len(_STEM_CACHE) >= _STEM_CACHE_MAX:
+            _STEM_CACHE.clear()
+        _STEM_CACHE[key] = stem
+    return stem
+
+
+@dataclass(frozen=True)
+class TokenizedBatch:
+    """Token ids of a batch of texts, kept by line.
+
+    Attributes:
+        tokens: int32 token ids, shape (T,), values in ``[0, vocab_size)``; two tokens share an
+            id exactly when their (stemmed) strings are equal.
+        line_offsets: int64, shape (L + 1,): tokens of line ``l`` are
+            ``tokens[line_offsets[l]:line_offsets[l + 1]]``.
+        text_line_offsets: int64, shape (N + 1,): lines of text ``i`` are
+            ``text_line_offsets[i]`` to ``text_line_offsets[i + 1]``.
+        vocab_size: number of distinct ids.
+        n_zero_token_texts: texts with a non-whitespace character that produced no token.
+    """
+
+    tokens: np.ndarray
+    line_offsets: np.ndarray
+    text_line_offsets: np.ndarray
+    vocab_size: int
+    n_zero_token_texts: int
+
+    def text_token_counts(self) -> np.ndarray:
+        """Tokens per text, int64 shape (N,)."""
+        return np.diff(self.line_offsets[self.text_line_offsets])
+
+
+def tokenize_batch(
+    texts: Sequence[str | None], *, tokenizer: Tokenizer, stemmer: str = "none"
+) -> TokenizedBatch:
+    """Tokenize a batch of texts into shared integer ids.
+
+    Args:
+        texts: N texts; None is scored as the empty text.
+        tokenizer: from :func:`get_tokenizer`.
+        stemmer: ``"none"`` or ``"porter"`` (see :func:`porter_stem`).
+
+    Returns:
+        A :class:`TokenizedBatch` over the N texts.
+
+    Raises:
+        ConfigError: unknown stemmer.
+    """
+    if stemmer not in STEMMERS:
+        raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {', '.join(STEMMERS)}",
+                          hint=did_you_mean(stemmer, STEMMERS))
+    normalized = [tokenizer.normalize(t) if t else "" for t in texts]
+    try:
+        arr = pa.array(normalized, pa.large_string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        # Lone surrogates cannot be UTF-8: every tokenizer treats them as separators.
+        normalized = [t.encode("utf-8", "replace").decode("utf-8") for t in normalized]
+        arr = pa.array(normalized, pa.large_string())
+    lines = pc.split_pattern(arr, "\n")
+    text_line_offsets = np.asarray(lines.offsets, dtype=np.int64)
+    split = tokenizer.split_lines(lines.flatten())
+    raw_line_offsets = np.asarray(split.offsets, dtype=np.int64)
+    flat = split.flatten()
+    keep = np.asarray(pc.binary_length(flat), dtype=np.int64) > 0
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    line_offsets = kept_before[raw_line_offsets]
+    encoded = pc.dictionary_encode(flat.filter(pa.array(keep)))
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    ids = np.asarray(encoded.indices, dtype=np.int32)
+    dictionary = encoded.dictionary.to_pylist()
+    if stemmer == "porter" and dictionary:
+        lowercase = not tokenizer.case_sensitive
+        stems = [porter_stem(t, lowercase=lowercase) for t in dictionary]
+        _, remap = np.unique(np.asarray(stems, dtype=object), return_inverse=True)
+        ids = remap.astype(np.int32)[ids]
+        vocab_size = int(remap.max()) + 1
+    else:
+        vocab_size = len(dictionary)
+
+    counts = np.diff(line_offsets[text_line_offsets])
+    zero = np.flatnonzero(counts == 0)
+    n_zero = sum(1 for i in zero if normalized[i].strip())
+    return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
