@@ -6,7 +6,8 @@ Exit codes (documented in the README):
 |------|---------|
 | 0 | success (``compare``: no alarm) |
 | 1 | ``compare`` raised an alarm |
-| 2 | bad usage, configuration or input data (:class:`InputError`, :class:`ConfigError`) |
+| 2 | bad usage, configuration or input data (:class:`InputError`, :class:`ConfigError`,
+  :class:`SignatureMismatchError`) |
 | 3 | the output already exists and ``--overwrite`` was not given (:class:`OutputExistsError`) |
 | 4 | an execution failure outside the input's control: Ray, workers, storage
   (:class:`ExecutionError`) |
@@ -55,6 +56,16 @@ class ConfigError(PipelineError):
 
 class InputError(PipelineError):
     """Input data that cannot be scored as given: missing files, columns, ids, bad types."""
+
+    exit_code = 2
+
+
+class SignatureMismatchError(InputError):
+    """Two runs scored with different settings, so their scores are not comparable.
+
+    Raised by ``overlap compare`` when the signatures differ in tokenizer, stemmer, metrics,
+    case or multi-reference rule.
+    """
 
     exit_code = 2
 
