@@ -1,0 +1,380 @@
+"""Read finished ``overlap score`` run directories, and write ``overlap compare`` results.
+
+A run directory (the output contract of ``overlap score``)::
+
+    DIR/examples/part-*.parquet   one row per example: the id, group columns, scores
+    DIR/aggregate.parquet         means and intervals
+    DIR/manifest.json             run id, signature, resolved config, inputs, counts
+    DIR/_SUCCESS                  written last: the run is complete
+
+Only complete runs (with ``_SUCCESS``) are read. Manifests are read defensively: a missing
+key falls back to the documented default (id column ``id``, no grouping) or to the Parquet
+key-value metadata (``overlap.signature``). Paths are local paths or URIs that pyarrow's
+filesystems open (``s3://``, ``gs://``, ``file://``; others through fsspec).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from pipeline.errors import InputError
+from pipeline.signature import SCORE_FIELDS, Signature
+
+SUCCESS_MARKER = "_SUCCESS"
+MANIFEST_NAME = "manifest.json"
+EXAMPLES_DIR = "examples"
+SIGNATURE_KEY = b"overlap.signature"
+TEXT_COLUMN = "prediction"
+COMPARE_PARQUET = "compare.parquet"
+COMPARE_JSON = "compare.json"
+
+
+def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    """Return the filesystem and the path within it for a local path or a URI.
+
+    Raises:
+        InputError: a URI whose scheme neither pyarrow nor fsspec can open.
+
+    """
+    if "://" not in path:
+        return pafs.LocalFileSystem(), os.path.abspath(path)
+    try:
+        fs, inner = pafs.FileSystem.from_uri(path)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        try:
+            import fsspec
+
+            fsspec_fs, inner = fsspec.core.url_to_fs(path)
+            fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_fs))
+        except Exception as err:  # noqa: BLE001 - any failure means "cannot open this URI"
+            raise InputError(f"cannot open {path!r}: {err}") from err
+    return fs, inner.rstrip("/")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A complete run directory, opened (footers and manifest read, no data yet).
+
+    Attributes:
+        path: the directory as the user gave it.
+        root: the directory's path within ``fs``.
+        fs: the filesystem holding it.
+        manifest: the parsed ``manifest.json`` (a dict; keys as ``overlap score`` wrote them).
+        signature: the run's signature (manifest ``signature``, else the Parquet metadata).
+        run_id: the manifest's ``run_id`` (None when absent).
+        id_column: the id column (manifest ``config.id_column``; default ``id``).
+        group_columns: the group columns (manifest ``config.group_by``; default none).
+        schema: the Arrow schema of ``examples/part-*.parquet``.
+        files: the example files, sorted.
+        n_examples: rows over all example files.
+
+    """
+
+    path: str
+    root: str
+    fs: pafs.FileSystem = field(repr=False, compare=False)
+    manifest: dict[str, Any] = field(repr=False)
+    signature: Signature
+    run_id: str | None
+    id_column: str
+    group_columns: tuple[str, ...]
+    schema: pa.Schema = field(repr=False)
+    files: tuple[str, ...] = field(repr=False)
+    n_examples: int
+
+    @property
+    def float_columns(self) -> tuple[str, ...]:
+        """Names of the floating-point columns of the examples (the scores), in order."""
+        return tuple(f.name for f in self.schema if pa.types.is_floating(f.type))
+
+    @property
+    def has_text(self) -> bool:
+        """True when the run kept the prediction texts (``--keep-text``)."""
+        return TEXT_COLUMN in self.schema.names
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The manifest's resolved config (empty when absent)."""
+        config = self.manifest.get("config")
+        return config if isinstance(config, dict) else {}
+
+
+def _read_manifest(fs: pafs.FileSystem, path: str, shown: str) -> dict[str, Any]:
+    try:
+        with fs.open_input_stream(path) as fh:
+            manifest = json.loads(fh.read().decode("utf-8"))
+    except FileNotFoundError as err:
+        raise InputError(f"{shown} has no {MANIFEST_NAME}") from err
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"cannot read {shown}/{MANIFEST_NAME}: {err}") from err
+    if not isinstance(manifest, dict):
+        raise InputError(f"{shown}/{MANIFEST_NAME} is not a JSON object")
+    return manifest
+
+
+def _columns_setting(value: Any) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(c.strip() for c in value.split(",") if c.strip())
+    if isinstance(value, (list, tuple)):
+        return tuple(str(c) for c in value)
+    return ()
+
+
+def open_run(path: str) -> RunInfo:
+    """Open a complete run directory: check ``_SUCCESS``, read the manifest and the footers.
+
+    Args:
+        path: the run directory (local path or URI).
+
+    Returns:
+        A :class:`RunInfo`.
+
+    Raises:
+        InputError: not a directory; no ``_SUCCESS`` (incomplete or failed run); a missing
+            or unreadable manifest; no example files; files whose schemas differ; no
+            signature; the id or group columns missing from the examples.
+
+    """
+    fs, root = filesystem(path)
+    try:
+        info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err}") from err
+    if info[0].type != pafs.FileType.Directory:
+        raise InputError(f"{path}: no such run directory")
+    if info[1].type != pafs.FileType.File:
+        raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker",
+                         hint="the run failed or is still being written; compare with the "
+                              "last run that finished")
+    manifest = _read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
+    examples = posixpath.join(root, EXAMPLES_DIR)
+    try:
+        listing = fs.get_file_info(pafs.FileSelector(examples, allow_not_found=True))
+    except OSError as err:
+        raise InputError(f"cannot list {path}/{EXAMPLES_DIR}: {err}") from err
+    files = sorted(f.path for f in listing if f.type == pafs.FileType.File
+                   and f.base_name.startswith("part-") and f.base_name.endswith(".parquet"))
+    if not files:
+        raise InputError(f"{path} has no {EXAMPLES_DIR}/part-*.parquet files")
+    schema: pa.Schema | None = None
+    file_signature: str | None = None
+    n_examples = 0
+    for name in files:
+        try:
+            with fs.open_input_file(name) as fh:
+                meta = pq.ParquetFile(fh).metadata
+        except (OSError, pa.ArrowInvalid) as err:
+            raise InputError(f"cannot read {name}: {err}") from err
+        this = meta.schema.to_arrow_schema()
+        n_examples += meta.num_rows
+        if schema is None:
+            schema = this
+            file_signature = (meta.metadata or {}).get(SIGNATURE_KEY, b"").decode() or None
+        elif not this.remove_metadata().equals(schema.remove_metadata()):
+            raise InputError(f"{name} has another schema than {files[0]}")
+    assert schema is not None  # files is not empty
+    text = manifest.get("signature") or file_signature
+    if not isinstance(text, str) or not text:
+        raise InputError(f"{path} has no signature (manifest key 'signature' or Parquet "
+                         f"metadata {SIGNATURE_KEY.decode()!r})")
+    try:
+        signature = Signature.parse(text)
+        if file_signature and signature.differences(Signature.parse(file_signature),
+                                                    keys=SCORE_FIELDS):
+            raise InputError(f"{path}: the manifest's signature ({text}) disagrees with the "
+                             f"example files' ({file_signature})")
+    except ValueError as err:
+        raise InputError(f"{path}: unreadable signature: {err}") from err
+    config = manifest.get("config")
+    if not isinstance(config, dict):
+        config = {}
+    id_column = str(config.get("id_column") or manifest.get("id_column") or "id")
+    group_columns = _columns_setting(config.get("group_by", manifest.get("group_by")))
+    missing = [c for c in (id_column, *group_columns) if c not in schema.names]
+    if missing:
+        raise InputError(f"{path}: the examples have no column {', '.join(map(repr, missing))}",
+                         hint=f"they have {', '.join(schema.names)}")
+    run_id = manifest.get("run_id")
+    return RunInfo(path=path, root=root, fs=fs, manifest=manifest, signature=signature,
+                   run_id=None if run_id is None else str(run_id), id_column=id_column,
+                   group_columns=group_columns, schema=schema, files=tuple(files),
+                   n_examples=n_examples)
+
+
+def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
+    """Read some columns of a run's examples (all files, in sorted file order).
+
+    Args:
+        run: an opened run.
+        columns: column names to read.
+
+    Returns:
+        A DataFrame with those columns, one row per example.
+
+    Raises:
+        InputError: a column the run does not have, or an unreadable file.
+
+    """
+    missing = [c for c in columns if c not in run.schema.names]
+    if missing:
+        raise InputError(f"{run.path}: the examples have no column "
+                         f"{', '.join(map(repr, missing))}")
+    try:
+        table = pads.dataset(list(run.files), format="parquet",
+                             filesystem=run.fs).to_table(columns=list(columns))
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read the examples of {run.path}: {err}") from err
+    return table.to_pandas()
+
+
+def input_prediction_paths(manifest: dict[str, Any]) -> list[str]:
+    """Return the prediction input paths a manifest names (empty when it names none).
+
+    Looks, in order, at ``inputs.predictions`` (a path, a list of paths, a list of
+    ``{"path": ...}`` objects, or an object with ``files``/``paths``), a list ``inputs`` of
+    objects with ``role: predictions``, and ``config.predictions``.
+    """
+
+    def paths_of(value: Any) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            for key in ("files", "paths", "path"):
+                if key in value:
+                    return paths_of(value[key])
+            return []
+        if isinstance(value, (list, tuple)):
+            return [p for item in value for p in paths_of(item)]
+        return []
+
+    inputs = manifest.get("inputs")
+    if isinstance(inputs, dict) and inputs.get("predictions"):
+        return paths_of(inputs["predictions"])
+    if isinstance(inputs, list):
+        found = [p for item in inputs if isinstance(item, dict)
+                 and item.get("role") in ("predictions", "prediction") for p in paths_of(item)]
+        if found:
+            return found
+    config = manifest.get("config")
+    if isinstance(config, dict):
+        return paths_of(config.get("predictions"))
+    return []
+
+
+def _texts_from(dataset: pads.Dataset, *, id_column: str, text_column: str,
+                key_columns: Sequence[str], keys: pd.DataFrame) -> list[str | None]:
+    have = set(dataset.schema.names)
+    if id_column not in have or text_column not in have:
+        raise KeyError(f"no {id_column!r} or {text_column!r} column")
+    match_on = [c for c in key_columns if c in have]
+    ids = pa.array(keys[id_column].tolist())
+    table = dataset.to_table(columns=[*match_on, text_column],
+                             filter=pads.field(id_column).isin(ids))
+    found = table.to_pandas().drop_duplicates(match_on)
+    if found.duplicated([id_column]).any() and len(match_on) == 1:
+        raise KeyError("several predictions per id")
+    merged = keys[match_on].merge(found, on=match_on, how="left")
+    return [None if pd.isna(t) else str(t) for t in merged[text_column]]
+
+
+def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None], str | None]:
+    """Read the prediction texts of some examples, best effort (to read what moved).
+
+    From the run's ``prediction`` column when it was scored with ``--keep-text``; otherwise
+    from the prediction inputs its manifest names, when they are still readable.
+
+    Args:
+        run: an opened run.
+        keys: the key columns (id, then group columns) of the wanted examples, one row each.
+
+    Returns:
+        The texts aligned with ``keys`` rows (None where not found), and a note saying why
+        texts are missing (None when nothing is missing).
+
+    """
+    if keys.empty:
+        return [], None
+    key_columns = list(keys.columns)
+    if run.has_text:
+        dataset = pads.dataset(list(run.files), format="parquet", filesystem=run.fs)
+        texts = _texts_from(dataset, id_column=run.id_column, text_column=TEXT_COLUMN,
+                            key_columns=key_columns, keys=keys)
+        return texts, None
+    paths = input_prediction_paths(run.manifest)
+    if not paths:
+        return [None] * len(keys), "no prediction texts: the run did not keep them " \
+                                   "(--keep-text) and its manifest names no input"
+    config = run.config
+    text_column = str(config.get("prediction_column") or TEXT_COLUMN)
+    try:
+        fs, first = filesystem(paths[0])
+        inner = [first] + [filesystem(p)[1] for p in paths[1:]]
+        dataset = pads.dataset(inner if len(inner) > 1 else inner[0], format="parquet",
+                               filesystem=fs)
+        texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
+                            key_columns=key_columns, keys=keys)
+    except Exception as err:  # noqa: BLE001 - texts are a convenience; say why and go on
+        return [None] * len(keys), (f"no prediction texts: the run did not keep them and its "
+                                    f"inputs are not readable ({type(err).__name__}: {err})")
+    missing = sum(t is None for t in texts)
+    note = f"{missing} of {len(texts)} texts not found in the run's inputs" if missing else None
+    return texts, note
+
+
+def _write_atomic(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    with fs.open_output_stream(tmp) as fh:
+        fh.write(data)
+    fs.move(tmp, path)
+
+
+def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
+                     ) -> tuple[str, str]:
+    """Write ``compare.parquet`` and ``compare.json`` into a directory (created if needed).
+
+    Each file is written under a temporary name and renamed into place, so a reader never
+    sees a half-written file; existing files of the same names are replaced.
+
+    Args:
+        output_dir: the directory (local path or URI).
+        table: the per-(group, measure) rows.
+        document: the JSON document (must be JSON-serialisable, no NaN).
+
+    Returns:
+        The paths of the two files.
+
+    Raises:
+        InputError: the directory cannot be created or written.
+
+    """
+    fs, root = filesystem(output_dir)
+    parquet_path = posixpath.join(root, COMPARE_PARQUET)
+    json_path = posixpath.join(root, COMPARE_JSON)
+    try:
+        fs.create_dir(root, recursive=True)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        _write_atomic(fs, parquet_path, sink.getvalue().to_pybytes())
+        text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+        _write_atomic(fs, json_path, text.encode("utf-8"))
+    except OSError as err:
+        raise InputError(f"cannot write the comparison to {output_dir}: {err}") from err
+    return parquet_path, json_path
+
+
+__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem", "input_prediction_paths",
+           "open_run", "read_examples", "read_predictions", "write_comparison"]
