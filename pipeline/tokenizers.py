@@ -50,6 +50,7 @@ class Tokenizer:
     description: str
     _normalize: Callable[[str], str]
     _split: Callable[[pa.Array], pa.ListArray]
+    _to_bytes: Callable[[str], bytes] | None = None
 
     def normalize(self, text: str) -> str:
         """Return the text as the splitter sees it (case-folded and/or NFKC-normalized)."""
@@ -70,6 +71,25 @@ class Tokenizer:
         """
         lines = pa.array(self.normalize(text).split("\n"), pa.large_string())
         return [t for line in self.split_lines(lines).to_pylist() for t in line if t]
+
+
+def _separator_table(keep: bytes) -> bytes:
+    return bytes(c if c in keep or c == 10 else 32 for c in range(256))
+
+
+_KEEP_LOWER = b"abcdefghijklmnopqrstuvwxyz0123456789"
+_TABLE_LOWER = _separator_table(_KEEP_LOWER)
+_TABLE_MIXED = _separator_table(_KEEP_LOWER + _KEEP_LOWER.upper())
+
+
+def _rouge_score_bytes(text: str) -> bytes:
+    # Every non-ASCII character is a separator for rouge-score, so after Python's lower()
+    # (which maps e.g. KELVIN SIGN to "k") ASCII with "?" for the rest is exact.
+    return text.lower().encode("ascii", "replace").translate(_TABLE_LOWER)
+
+
+def _rouge_score_bytes_mixed(text: str) -> bytes:
+    return text.encode("ascii", "replace").translate(_TABLE_MIXED)
 
 
 def _rouge_score_split(pattern: str) -> Callable[[pa.Array], pa.ListArray]:
@@ -127,9 +147,10 @@ def get_tokenizer(name: str, *, case_sensitive: bool = False) -> Tokenizer:
     if name == "rouge-score":
         if case_sensitive:
             return Tokenizer(name, True, "rouge-score runs of [A-Za-z0-9], case kept",
-                             _identity, _rouge_score_split(r"[^A-Za-z0-9]+"))
+                             _identity, _rouge_score_split(r"[^A-Za-z0-9]+"),
+                             _rouge_score_bytes_mixed)
         return Tokenizer(name, False, "rouge-score 0.1.2: lowercase, runs of [a-z0-9]",
-                         _lower, _rouge_score_split(r"[^a-z0-9]+"))
+                         _lower, _rouge_score_split(r"[^a-z0-9]+"), _rouge_score_bytes)
     if name == "unicode":
         return Tokenizer(name, case_sensitive,
                          "NFKC + casefold; runs of letters/marks/digits; CJK/Thai per character",
@@ -224,6 +245,59 @@ def tokenize_batch(
     if stemmer not in STEMMERS:
         raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {', '.join(STEMMERS)}",
                           hint=did_you_mean(stemmer, STEMMERS))
+    if tokenizer._to_bytes is not None:
+        ids, line_offsets, text_line_offsets, dictionary = _split_bytes(texts, tokenizer._to_bytes)
+    else:
+        ids, line_offsets, text_line_offsets, dictionary = _split_arrow(texts, tokenizer)
+    if stemmer == "porter" and dictionary:
+        lowercase = not tokenizer.case_sensitive
+        stems = [porter_stem(t, lowercase=lowercase) for t in dictionary]
+        _, remap = np.unique(np.asarray(stems, dtype=object), return_inverse=True)
+        ids = remap.astype(np.int32)[ids]
+        vocab_size = int(remap.max()) + 1
+    else:
+        vocab_size = len(dictionary)
+
+    counts = np.diff(line_offsets[text_line_offsets])
+    zero = np.flatnonzero(counts == 0)
+    n_zero = sum(1 for i in zero if texts[i] and not texts[i].isspace())
+    return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
+
+
+def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes]):
+    from pipeline.metrics.bytes_tokens import tokenize_bytes
+
+    encoded = [to_bytes(t) if t else b"" for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
+              out=offsets[1:])
+    raw = b"".join(encoded)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(
+        np.frombuffer(raw, dtype=np.uint8), offsets)
+    return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
+
+
+class _ArenaStrings(Sequence[str]):
+    """The distinct tokens of a byte-tokenized batch, decoded only when asked (stemming)."""
+
+    def __init__(self, arena: bytes, offsets: np.ndarray) -> None:
+        self._arena = arena
+        self._offsets = offsets.tolist()
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return self._arena[self._offsets[k]:self._offsets[k + 1]].decode("ascii")
+
+    def __iter__(self):
+        arena, off = self._arena, self._offsets
+        return (arena[off[k]:off[k + 1]].decode("ascii") for k in range(len(off) - 1))
+
+
+def _split_arrow(texts: Sequence[str | None], tokenizer: Tokenizer):
     normalized = [tokenizer.normalize(t) if t else "" for t in texts]
     try:
         arr = pa.array(normalized, pa.large_string())
@@ -245,16 +319,4 @@ def tokenize_batch(
         encoded = encoded.combine_chunks()
     ids = np.asarray(encoded.indices, dtype=np.int32)
     dictionary = encoded.dictionary.to_pylist()
-    if stemmer == "porter" and dictionary:
-        lowercase = not tokenizer.case_sensitive
-        stems = [porter_stem(t, lowercase=lowercase) for t in dictionary]
-        _, remap = np.unique(np.asarray(stems, dtype=object), return_inverse=True)
-        ids = remap.astype(np.int32)[ids]
-        vocab_size = int(remap.max()) + 1
-    else:
-        vocab_size = len(dictionary)
-
-    counts = np.diff(line_offsets[text_line_offsets])
-    zero = np.flatnonzero(counts == 0)
-    n_zero = sum(1 for i in zero if normalized[i].strip())
-    return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
+    return ids, line_offsets, text_line_offsets, dictionary

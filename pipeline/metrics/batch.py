@@ -10,7 +10,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.metrics.lcs import FULL_TABLE_MAX_CELLS, lcs_length, lcs_mark
+from pipeline.metrics.lcs import (
+    BIT_WORDS_MAX,
+    FULL_TABLE_MAX_CELLS,
+    build_masks,
+    clear_masks,
+    lcs_length,
+    lcs_length_bits,
+    lcs_mark,
+    lcs_mark_bits,
+    lcs_mark_bits1,
+)
 from pipeline.metrics.ngram import ngram_matches
 
 ROUGE_L = 0
@@ -24,40 +34,84 @@ def _text_span(line_offsets, text_line_offsets, text):
 
 
 @njit(cache=True, nogil=True)
-def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref,
-                        cnt_pred, cnt_ref, mark, tab):
+def _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt):
+    """Clipped unigram matches by direct counting (``cnt``: int32 zeros, size vocab)."""
+    for q in range(r_start, r_start + r_len):
+        cnt[tokens[q]] += 1
+    matches = 0
+    for q in range(p_start, p_start + p_len):
+        t = tokens[q]
+        if cnt[t] > 0:
+            cnt[t] -= 1
+            matches += 1
+    for q in range(r_start, r_start + r_len):
+        cnt[tokens[q]] = 0
+    return matches
+
+
+@njit(cache=True, nogil=True)
+def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
+                        mark, loc, lmasks, rows, tab):
+    """rouge-score ``_summary_level_lcs`` hits: union LCS per reference line, clipped."""
     p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
     r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
     if p_len == 0 or r_len == 0:
         return 0
+    for q in range(r_len):
+        mark[q] = False
+    # The union over prediction lines does not depend on their order, so each prediction
+    # line's masks are built once and used against every reference line.
+    for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
+        b_start = line_offsets[pl]
+        b_len = line_offsets[pl + 1] - b_start
+        if b_len == 0:
+            continue
+        n_words = (b_len + 63) >> 6
+        bits = b_len <= lmasks.shape[0] and n_words <= lmasks.shape[1]
+        if bits:
+            build_masks(tokens, b_start, b_len, loc, lmasks)
+        for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
+            a_start = line_offsets[rl]
+            a_len = line_offsets[rl + 1] - a_start
+            if a_len == 0:
+                continue
+            off = a_start - r_start
+            if bits and n_words == 1 and a_len < rows.shape[0]:
+                lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, lmasks, rows,
+                               mark[off:off + a_len])
+            elif bits and (a_len + 1) * n_words <= rows.shape[0]:
+                lcs_mark_bits(tokens, a_start, a_len, b_start, b_len, loc, lmasks, rows,
+                              mark[off:off + a_len])
+            else:
+                lcs_mark(tokens, a_start, a_len, b_start, b_len, mark[off:off + a_len], tab)
+        if bits:
+            clear_masks(tokens, b_start, b_len, loc)
     for q in range(p_start, p_start + p_len):
         cnt_pred[tokens[q]] += 1
     for q in range(r_start, r_start + r_len):
         cnt_ref[tokens[q]] += 1
     hits = 0
-    for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
-        a_start = line_offsets[rl]
-        a_len = line_offsets[rl + 1] - a_start
-        if a_len == 0:
-            continue
-        for i in range(a_len):
-            mark[i] = False
-        for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
-            b_start = line_offsets[pl]
-            b_len = line_offsets[pl + 1] - b_start
-            lcs_mark(tokens, a_start, a_len, b_start, b_len, mark, tab)
-        for i in range(a_len):
-            if mark[i]:
-                t = tokens[a_start + i]
-                if cnt_pred[t] > 0 and cnt_ref[t] > 0:
-                    hits += 1
-                    cnt_pred[t] -= 1
-                    cnt_ref[t] -= 1
+    for q in range(r_len):
+        if mark[q]:
+            t = tokens[r_start + q]
+            if cnt_pred[t] > 0 and cnt_ref[t] > 0:
+                hits += 1
+                cnt_pred[t] -= 1
+                cnt_ref[t] -= 1
     for q in range(p_start, p_start + p_len):
         cnt_pred[tokens[q]] = 0
     for q in range(r_start, r_start + r_len):
         cnt_ref[tokens[q]] = 0
     return hits
+
+
+@njit(cache=True, nogil=True)
+def _bit_scratch(max_rows, max_cols):
+    """A (rows, words) uint64 array for masks of sequences up to max_cols long, or (1, 1)."""
+    n_words = (max_cols + 63) >> 6
+    if max_rows * n_words <= BIT_WORDS_MAX:
+        return np.zeros((max(max_rows, 1), max(n_words, 1)), dtype=np.uint64)
+    return np.zeros((1, 1), dtype=np.uint64)
 
 
 @njit(cache=True, nogil=True)
@@ -77,43 +131,53 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     Returns:
         int64 array, shape (P, K, 3): matches, prediction units, reference units, with
         0 <= matches <= min(units). Units are n-grams for rougeN and tokens for rougeL/Lsum.
+
+    Memory: scratch proportional to the longest text, plus bit tables of at most
+    ``BIT_WORDS_MAX`` words; longer texts fall back to O(length) int32 kernels.
     """
     n_pairs = pair_pred.shape[0]
     n_metrics = orders.shape[0]
     out = np.zeros((n_pairs, n_metrics, 3), dtype=np.int64)
     max_len = 1
     max_line = 1
-    n_texts = text_line_offsets.shape[0] - 1
-    for t in range(n_texts):
+    for t in range(text_line_offsets.shape[0] - 1):
         s, ln = _text_span(line_offsets, text_line_offsets, t)
-        if ln > max_len:
-            max_len = ln
+        max_len = max(max_len, ln)
     for line in range(line_offsets.shape[0] - 1):
-        ln = line_offsets[line + 1] - line_offsets[line]
-        if ln > max_line:
-            max_line = ln
+        max_line = max(max_line, line_offsets[line + 1] - line_offsets[line])
+    need_l = False
+    need_lsum = False
     cap = 1
-    while cap < 2 * max_len:
-        cap *= 2
+    for k in range(n_metrics):
+        need_l = need_l or orders[k] == ROUGE_L
+        need_lsum = need_lsum or orders[k] == ROUGE_LSUM
+        if orders[k] >= 2:
+            while cap < 2 * max_len:
+                cap *= 2
     slot_pos = np.full(cap, -1, dtype=np.int64)
     slot_cnt = np.zeros(cap, dtype=np.int32)
     used = np.zeros(max_len, dtype=np.int64)
+    cnt_pred = np.zeros(vocab_size, dtype=np.int32)
+    cnt_ref = np.zeros(vocab_size, dtype=np.int32)
+    loc = np.full(vocab_size, -1, dtype=np.int32)
+    masks = _bit_scratch(max_len if need_l else 0, max_len)
+    v = np.zeros(masks.shape[1], dtype=np.uint64)
     row = np.zeros(max_len + 1, dtype=np.int32)
-    need_lsum = False
-    for k in range(n_metrics):
-        if orders[k] == ROUGE_LSUM:
-            need_lsum = True
     if need_lsum:
-        cnt_pred = np.zeros(vocab_size, dtype=np.int32)
-        cnt_ref = np.zeros(vocab_size, dtype=np.int32)
-        mark = np.zeros(max_line, dtype=np.bool_)
+        lmasks = _bit_scratch(max_line, max_line)
+        n_line_words = (max_line + 63) >> 6
+        rows = np.zeros(min((max_line + 1) * n_line_words, BIT_WORDS_MAX), dtype=np.uint64)
+        mark = np.zeros(max_len, dtype=np.bool_)
         tab = np.zeros(min(FULL_TABLE_MAX_CELLS, (max_line + 1) * (max_line + 1)),
                        dtype=np.int32)
     else:
-        cnt_pred = np.zeros(1, dtype=np.int32)
-        cnt_ref = np.zeros(1, dtype=np.int32)
+        lmasks = np.zeros((1, 1), dtype=np.uint64)
+        rows = np.zeros(1, dtype=np.uint64)
         mark = np.zeros(1, dtype=np.bool_)
         tab = np.zeros(1, dtype=np.int32)
+    masked = -1  # the prediction whose whole-text masks are in `masks`
+    masked_start = 0
+    masked_len = 0
     for p in range(n_pairs):
         pred = pair_pred[p]
         ref = pair_ref[p]
@@ -121,19 +185,34 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
         for k in range(n_metrics):
             code = orders[k]
-            if code >= 1:
+            if code == 1:
+                out[p, k, 0] = _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt_ref)
+            elif code >= 2:
                 out[p, k, 0] = ngram_matches(tokens, p_start, p_len, r_start, r_len, code,
                                              slot_pos, slot_cnt, used)
+            elif code == ROUGE_L:
+                n_words = (p_len + 63) >> 6
+                if p_len <= masks.shape[0] and n_words <= masks.shape[1]:
+                    if masked != pred:
+                        if masked >= 0:
+                            clear_masks(tokens, masked_start, masked_len, loc)
+                        build_masks(tokens, p_start, p_len, loc, masks)
+                        masked, masked_start, masked_len = pred, p_start, p_len
+                    out[p, k, 0] = lcs_length_bits(tokens, r_start, r_len, p_len, loc, masks, v)
+                else:
+                    # rouge-score's table has reference rows and prediction columns.
+                    out[p, k, 0] = lcs_length(tokens, r_start, r_len, p_start, p_len, row)
+            else:
+                if masked >= 0:  # rougeLsum builds its own masks in `loc`
+                    clear_masks(tokens, masked_start, masked_len, loc)
+                    masked = -1
+                out[p, k, 0] = _summary_level_hits(
+                    tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
+                    mark, loc, lmasks, rows, tab)
+            if code >= 1:
                 out[p, k, 1] = max(p_len - code + 1, 0)
                 out[p, k, 2] = max(r_len - code + 1, 0)
             else:
-                if code == ROUGE_L:
-                    # rouge-score's table has reference rows and prediction columns.
-                    out[p, k, 0] = lcs_length(tokens, r_start, r_len, p_start, p_len, row)
-                else:
-                    out[p, k, 0] = _summary_level_hits(
-                        tokens, line_offsets, text_line_offsets, pred, ref,
-                        cnt_pred, cnt_ref, mark, tab)
                 out[p, k, 1] = p_len
                 out[p, k, 2] = r_len
     return out

@@ -137,3 +137,194 @@ def lcs_mark(tokens, a_start, a_len, b_start, b_len, mark, tab):
         block[0:w] = ckpt[(s // k) * w:(s // k + 1) * w]
         _fill_rows(tokens, a_start + s, b_start, b_len, block, 0, i - s)
         i, j = _backtrack(tokens, a_start, b_start, b_len, block, s, i, j, s, mark)
+
+
+# ---------------------------------------------------------------------------------------
+# Bit-parallel versions (Allison & Dix 1986; Hyyro 2004, "Bit-parallel LCS-length
+# computation revisited"): one machine word holds 64 columns of an LCS row. Row i is kept
+# as V_i with a 0 bit at column j exactly when t[i][j + 1] = t[i][j] + 1, so
+# t[i][j] = j - popcount(V_i & low_j). The recurrence is V' = (V + (V & M)) | (V & ~M), M
+# being the match mask of the row's token in the column sequence.
+# ---------------------------------------------------------------------------------------
+
+# Scratch limit for bit tables and match masks, in 64-bit words (32 MiB); above it the
+# int32 kernels above are used (slower, O(columns) or O(sqrt(rows) * columns) memory).
+BIT_WORDS_MAX = 1 << 22
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(cache=True, nogil=True)
+def popcount64(x):
+    """Number of set bits of a uint64 (SWAR; LLVM lowers it to popcnt where available)."""
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def build_masks(tokens, start, length, loc, masks):
+    """Match masks of a column sequence: bit j of ``masks[loc[t]]`` is set where token t is.
+
+    Args:
+        tokens: int32 token ids.
+        start, length: the column sequence's slice of ``tokens``.
+        loc: int32 scratch indexed by token id, all -1 on entry; on return ``loc[t]`` is the
+            mask row of each token of the slice (undo with :func:`clear_masks`).
+        masks: uint64 scratch, shape (>= distinct tokens, >= ceil(length / 64)).
+
+    Returns:
+        The number of distinct tokens (mask rows used).
+    """
+    n_words = (length + 63) >> 6
+    n_local = 0
+    for j in range(length):
+        t = tokens[start + j]
+        k = loc[t]
+        if k < 0:
+            k = n_local
+            loc[t] = k
+            n_local += 1
+            for w in range(n_words):
+                masks[k, w] = 0
+        masks[k, j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+    return n_local
+
+
+@njit(cache=True, nogil=True)
+def clear_masks(tokens, start, length, loc):
+    """Reset ``loc`` after :func:`build_masks` (touches only the slice's tokens)."""
+    for j in range(length):
+        loc[tokens[start + j]] = -1
+
+
+@njit(cache=True, nogil=True)
+def _advance(v_in, v_out, masks, k, n_words):
+    """One LCS row: v_out = (v_in + (v_in & M)) | (v_in & ~M), multi-word with carry."""
+    if k < 0:
+        for w in range(n_words):
+            v_out[w] = v_in[w]
+        return
+    carry = np.uint64(0)
+    for w in range(n_words):
+        v = v_in[w]
+        m = masks[k, w]
+        u = v & m
+        s1 = v + u
+        c1 = np.uint64(1) if s1 < v else np.uint64(0)
+        s = s1 + carry
+        c2 = np.uint64(1) if s < s1 else np.uint64(0)
+        carry = c1 | c2
+        v_out[w] = s | (v & ~m)
+
+
+@njit(cache=True, nogil=True)
+def _zeros_below(v, j):
+    """Zero bits of the multi-word row ``v`` in columns 0..j-1: the LCS table value t[.][j]."""
+    ones = 0
+    full = j >> 6
+    for w in range(full):
+        ones += popcount64(v[w])
+    rem = j & 63
+    if rem:
+        ones += popcount64(v[full] & ((np.uint64(1) << np.uint64(rem)) - np.uint64(1)))
+    return j - ones
+
+
+@njit(cache=True, nogil=True)
+def lcs_length_bits(tokens, a_start, a_len, b_len, loc, masks, v):
+    """LCS length of a row sequence against a column sequence whose masks are built.
+
+    Args:
+        tokens: int32 token ids.
+        a_start, a_len: the row sequence (rouge-score's reference).
+        b_len: length of the column sequence (the prediction) given to :func:`build_masks`.
+        loc, masks: as filled by :func:`build_masks` for the column sequence.
+        v: uint64 scratch, shape >= ceil(b_len / 64).
+
+    Returns:
+        LCS length, 0 <= length <= min(a_len, b_len).
+    """
+    if a_len == 0 or b_len == 0:
+        return 0
+    n_words = (b_len + 63) >> 6
+    for w in range(n_words):
+        v[w] = _ONES
+    for i in range(a_len):
+        _advance(v, v, masks, loc[tokens[a_start + i]], n_words)
+    return _zeros_below(v, b_len)
+
+
+@njit(cache=True, nogil=True)
+def lcs_mark_bits(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mark):
+    """:func:`lcs_mark` with bit rows: mark rouge-score's backtracked LCS positions of ``a``.
+
+    Args:
+        tokens: int32 token ids.
+        a_start, a_len: the reference sentence (rows).
+        b_start, b_len: the prediction sentence (columns), whose masks are built.
+        loc, masks: as filled by :func:`build_masks` for the prediction sentence.
+        rows: uint64 scratch, shape >= (a_len + 1) * ceil(b_len / 64).
+        mark: bool, indexed like ``a`` (``mark[i]`` for reference position i); set True on
+            the LCS, left unchanged elsewhere.
+    """
+    if a_len == 0 or b_len == 0:
+        return
+    n_words = (b_len + 63) >> 6
+    for w in range(n_words):
+        rows[w] = _ONES
+    for i in range(a_len):
+        _advance(rows[i * n_words:(i + 1) * n_words], rows[(i + 1) * n_words:(i + 2) * n_words],
+                 masks, loc[tokens[a_start + i]], n_words)
+    i = a_len
+    j = b_len
+    while i > 0 and j > 0:
+        if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+            mark[i - 1] = True
+            i -= 1
+            j -= 1
+        elif (_zeros_below(rows[i * n_words:(i + 1) * n_words], j - 1)
+              > _zeros_below(rows[(i - 1) * n_words:i * n_words], j)):
+            j -= 1
+        else:
+            i -= 1
+
+
+@njit(cache=True, nogil=True)
+def lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mark):
+    """:func:`lcs_mark_bits` for a column sequence of at most 64 tokens (one word a row).
+
+    Same arguments; ``rows`` needs ``a_len + 1`` words.
+    """
+    if a_len == 0 or b_len == 0:
+        return
+    v = _ONES
+    rows[0] = v
+    for i in range(a_len):
+        k = loc[tokens[a_start + i]]
+        if k >= 0:
+            m = masks[k, 0]
+            v = (v + (v & m)) | (v & ~m)
+        rows[i + 1] = v
+    i = a_len
+    j = b_len
+    one = np.uint64(1)
+    while i > 0 and j > 0:
+        if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+            mark[i - 1] = True
+            i -= 1
+            j -= 1
+        else:
+            # t[i][j-1] > t[i-1][j], with t[r][c] = c - popcount(rows[r] & low_c)
+            left = (j - 1) - popcount64(rows[i] & ((one << np.uint64(j - 1)) - one))
+            up = j - popcount64(rows[i - 1] & ((one << np.uint64(j)) - one)) if j < 64 \
+                else 64 - popcount64(rows[i - 1])
+            if left > up:
+                j -= 1
+            else:
+                i -= 1

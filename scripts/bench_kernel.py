@@ -1,0 +1,190 @@
+"""Scoring-kernel benchmark: overlap-pipeline against rouge-score and rouge-score-rs.
+
+Measures pairs per second on ONE core (the process is pinned to one CPU and rouge-score-rs
+gets RAYON_NUM_THREADS=1) for rouge1+rouge2+rougeL+rougeLsum, with and without stemming, on
+three corpus shapes, checks that all three implementations return the same floats, and
+prints a table with ratios. Then times a pair of 10,000-token texts (rougeL + rougeLsum)
+and reports its peak memory.
+
+Corpora are resampled from real summaries: ../shared/data when present, else the bundled
+REALSumm set.
+
+    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/python scripts/bench_kernel.py [--repeats 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+METRICS = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+
+
+def load_sentences() -> list[str]:
+    """All sentences of predictions and references from the available real data."""
+    texts: list[str] = []
+    if SHARED.is_dir():
+        for f in sorted(SHARED.glob("*/examples.parquet")):
+            t = pq.read_table(f, columns=["prediction", "references"]).to_pydict()
+            texts += t["prediction"]
+            texts += [r for refs in t["references"] for r in refs]
+    else:
+        base = ROOT / "pipeline" / "data" / "realsumm"
+        texts += pq.read_table(base / "predictions").column("prediction").to_pylist()
+        texts += pq.read_table(base / "references.parquet").column("reference").to_pylist()
+    sents = [s.strip() for t in texts for s in t.split("\n")]
+    return [s for s in sents if len(s.split()) >= 4]
+
+
+def make_text(rng: np.random.Generator, sents: list[str], n_words: int) -> str:
+    """Sentences drawn at random, one per line, until the text has n_words words."""
+    out: list[str] = []
+    words = 0
+    while words < n_words:
+        s = sents[rng.integers(len(sents))]
+        out.append(s)
+        words += len(s.split())
+    return "\n".join(out)
+
+
+def corpus(shape: str, n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]:
+    """Predictions and reference lists of a named shape: short, long or multiref."""
+    rng = np.random.default_rng(seed)
+    sents = load_sentences()
+    words = {"short": 60, "long": 500, "multiref": 60}[shape]
+    n_refs = 4 if shape == "multiref" else 1
+    preds = [make_text(rng, sents, words) for _ in range(n)]
+    refs = [[make_text(rng, sents, words) for _ in range(n_refs)] for _ in range(n)]
+    return preds, refs
+
+
+def timed(fn, repeats: int) -> tuple[float, float, float, object]:
+    """Run fn repeats times; return (median, min, max) seconds and the last result."""
+    times = []
+    result = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times), max(times), result
+
+
+def run_rouge_score(preds, refs, stem):
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(METRICS, use_stemmer=stem)
+    if len(refs[0]) == 1:
+        return [scorer.score(r[0], p) for p, r in zip(preds, refs)]
+    return [scorer.score_multi(r, p) for p, r in zip(preds, refs)]
+
+
+def run_rs(preds, refs, stem):
+    import rouge_score_rs
+
+    scorer = rouge_score_rs.RougeScorer(METRICS, use_stemmer=stem)
+    if len(refs[0]) == 1:
+        return scorer.score_batch([r[0] for r in refs], preds)
+    return [scorer.score_multi(r, p) for p, r in zip(preds, refs)]
+
+
+def run_ours(preds, refs, stem, batch_size=2048):
+    from pipeline import Scorer
+
+    scorer = Scorer(metrics=tuple(METRICS), stemmer="porter" if stem else "none")
+    tables = [scorer.score_batch(preds[i:i + batch_size], refs[i:i + batch_size]).table
+              for i in range(0, len(preds), batch_size)]
+    return tables
+
+
+def flatten_peer(results) -> np.ndarray:
+    return np.array([[getattr(r[m], x) for m in METRICS
+                      for x in ("precision", "recall", "fmeasure")] for r in results])
+
+
+def flatten_ours(tables, n) -> np.ndarray:
+    import pyarrow as pa
+
+    t = pa.concat_tables(tables)
+    cols = [t.column(f"{m}_{x}").to_numpy() for m in METRICS
+            for x in ("precision", "recall", "fmeasure")]
+    return np.stack(cols, axis=1)[:n]
+
+
+def long_pair(n_tokens: int) -> None:
+    """Score one pair of n_tokens-token single-line texts (rougeL + rougeLsum)."""
+    import resource
+
+    from pipeline import Scorer
+
+    rng = np.random.default_rng(1)
+    vocab = [f"w{i}" for i in range(2000)]
+    a = " ".join(vocab[i] for i in rng.integers(0, 2000, n_tokens))
+    b = " ".join(vocab[i] for i in rng.integers(0, 2000, n_tokens))
+    scorer = Scorer(metrics=("rougeL", "rougeLsum"))
+    scorer.score_batch(["w1 w2"], [["w2 w1"]])  # compile outside the timing
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    res = scorer.score_batch([a], [[b]]).table
+    dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"\n{n_tokens:,}-token pair, rougeL + rougeLsum: {dt:.3f} s, peak RSS "
+          f"{after / 1024:.0f} MiB (grew {max(after - before, 0) / 1024:.0f} MiB); "
+          f"rougeL F={res.column('rougeL_fmeasure')[0].as_py():.4f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="smaller corpora")
+    args = ap.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    sizes = {"short": 20000, "long": 2000, "multiref": 5000}
+    rs_sizes = {"short": 300, "long": 40, "multiref": 100}  # rouge-score is slow
+    if args.quick:
+        sizes = {k: v // 5 for k, v in sizes.items()}
+    run_ours(["warm up"], [["warm up"]], True)  # numba compile / cache load
+    rows = []
+    for shape in ("short", "long", "multiref"):
+        preds, refs = corpus(shape, sizes[shape])
+        for stem in (False, True):
+            n_rs = rs_sizes[shape]
+            t_rs, *_ = timed(lambda: run_rouge_score(preds[:n_rs], refs[:n_rs], stem), 1)
+            ref_vals = flatten_peer(run_rouge_score(preds[:n_rs], refs[:n_rs], stem))
+            t_rsrs, lo_rsrs, hi_rsrs, res_rsrs = timed(lambda: run_rs(preds, refs, stem),
+                                                       args.repeats)
+            t_ours, lo_ours, hi_ours, res_ours = timed(lambda: run_ours(preds, refs, stem),
+                                                       args.repeats)
+            ours = flatten_ours(res_ours, len(preds))
+            rsrs = flatten_peer(res_rsrs)
+            same = bool(np.array_equal(ours, rsrs) and np.array_equal(ours[:n_rs], ref_vals))
+            rows.append((shape, "porter" if stem else "none", n_rs / t_rs,
+                         len(preds) / t_rsrs, len(preds) / t_ours,
+                         (len(preds) / hi_ours, len(preds) / lo_ours), same))
+            print(f"  measured {shape}/{'stem' if stem else 'nostem'}", file=sys.stderr)
+    print("\npairs/s on one core (rouge1+rouge2+rougeL+rougeLsum); multiref = examples/s "
+          f"with 4 references; median of {args.repeats} (ours: min-max in brackets)")
+    print(f"{'shape':9} {'stemmer':7} {'rouge-score':>12} {'rouge-score-rs':>15} "
+          f"{'ours':>10} {'(range)':>19} {'ours/rs-rs':>11} {'ours/rouge-score':>17} "
+          f"{'identical':>9}")
+    for shape, stem, a, b, c, (lo, hi), same in rows:
+        print(f"{shape:9} {stem:7} {a:12,.0f} {b:15,.0f} {c:10,.0f} "
+              f"{f'({lo:,.0f}-{hi:,.0f})':>19} {c / b:10.2f}x {c / a:16.0f}x {str(same):>9}")
+    long_pair(10_000)
+    return 0 if all(r[-1] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
