@@ -1,0 +1,119 @@
+"""Pictures of comparisons (matplotlib, Agg backend, imported only when a plot is asked for)."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pipeline.compare import Comparison
+
+_ALARM = "#c0392b"
+_CALM = "#2e6f9e"
+
+
+def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
+                dpi: int = 100) -> None:
+    """Draw the per-example delta distribution per measure, with the mean and its interval.
+
+    One histogram per compared measure of ``candidate - baseline`` over the paired examples
+    (examples that did not change are counted in the panel's legend, not drawn, so that a
+    small moved subset stays visible), the mean delta as a vertical line and its confidence
+    interval as a shaded span. Below, one zoomed strip per measure: the mean delta with its
+    interval as an error bar against the tolerated band ``[-band, band]`` (grey) and zero;
+    alarming measures are red. Overall rows only (not per group).
+
+    Args:
+        comparison: the result of :func:`pipeline.compare.compare_examples`.
+        path: the PNG file to write (its directory must exist).
+        title: a title for the figure (default: counts and settings).
+        dpi: resolution; the figure is 11 inches wide.
+
+    Raises:
+        InputError: the file cannot be written.
+
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from pipeline.errors import InputError
+
+    measures = comparison.measures
+    overall = comparison.rows[comparison.rows["group"] == "all"].set_index(
+        comparison.rows["metric"] + "." + comparison.rows["measure"])
+    n_cols = 2 if len(measures) > 1 else 1
+    n_rows = math.ceil(len(measures) / n_cols)
+    strip_h = 0.45 * len(measures) + 1.0
+    fig = plt.figure(figsize=(11, 3.0 * n_rows + strip_h + 0.8))
+    grid = fig.add_gridspec(n_rows + 1, n_cols, height_ratios=[3.0] * n_rows + [strip_h])
+    level = f"{comparison.confidence:.0%}"
+    for k, m in enumerate(measures):
+        ax = fig.add_subplot(grid[k // n_cols, k % n_cols])
+        row = overall.loc[m]
+        color = _ALARM if row["alarm"] else _CALM
+        deltas = comparison.paired[f"delta:{m}"].to_numpy()
+        moved = deltas[deltas != 0.0]
+        if len(moved):
+            edge = max(float(np.abs(moved).max()), 1e-6)
+            ax.hist(moved, bins=np.linspace(-edge, edge, 61).tolist(), color=color, alpha=0.55,
+                    label=f"{len(moved)} moved, {len(deltas) - len(moved)} unchanged")
+        else:
+            ax.text(0.5, 0.5, "no example changed", transform=ax.transAxes, ha="center")
+            ax.set_xlim(-0.05, 0.05)
+        if np.isfinite(row["ci_low"]):
+            ax.axvspan(row["ci_low"], row["ci_high"], color=color, alpha=0.25,
+                       label=f"{level} interval of the mean")
+        ax.axvline(row["delta"], color=color, lw=2, label=f"mean delta {row['delta']:+.4f}")
+        ax.axvline(0.0, color="black", lw=0.8)
+        state = "ALARM" if row["alarm"] else "no alarm"
+        ax.set_title(f"{m}: {row['delta']:+.4f} [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]"
+                     f"  {state}", fontsize=10, color=color if row["alarm"] else "black")
+        ax.set_xlabel("per-example delta (candidate - baseline)")
+        ax.set_ylabel("examples")
+        ax.legend(fontsize=7, loc="upper left")
+    strip = fig.add_subplot(grid[n_rows, :])
+    band = comparison.band
+    reach = max([band] + [abs(float(overall.loc[m, c])) for m in measures
+                          for c in ("delta", "ci_low", "ci_high")
+                          if np.isfinite(overall.loc[m, c])])
+    strip.axvspan(-band, band, color="0.85", label=f"band +/-{band:g}")
+    strip.axvline(0.0, color="black", lw=0.8)
+    for y, m in enumerate(measures):
+        row = overall.loc[m]
+        color = _ALARM if row["alarm"] else _CALM
+        if np.isfinite(row["ci_low"]):
+            strip.errorbar(row["delta"], y, xerr=[[row["delta"] - row["ci_low"]],
+                                                  [row["ci_high"] - row["delta"]]],
+                           fmt="o", color=color, capsize=4)
+        else:
+            strip.plot(row["delta"], y, "o", color=color)
+    strip.set_yticks(range(len(measures)), list(measures))
+    strip.set_ylim(-0.6, len(measures) - 0.4)
+    strip.invert_yaxis()
+    strip.set_xlim(-1.3 * reach, 1.3 * reach)
+    strip.set_xlabel(f"mean delta with its {level} paired bootstrap interval")
+    strip.legend(fontsize=7, loc="upper right")
+    fig.suptitle(title or (
+        f"candidate - baseline: {len(comparison.paired)} paired examples, "
+        f"{len(comparison.baseline_only)} only in baseline, "
+        f"{len(comparison.candidate_only)} only in candidate; "
+        f"{comparison.n_bootstrap} resamples, seed {comparison.seed}"), fontsize=10)
+    fig.tight_layout()
+    tmp = f"{path}.tmp-{os.getpid()}.png"
+    try:
+        fig.savefig(tmp, dpi=dpi, format="png")
+        os.replace(tmp, path)
+    except OSError as err:
+        raise InputError(f"cannot write the plot {path}: {err}") from err
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+__all__ = ["plot_deltas"]
