@@ -15,4 +15,6 @@ from pipeline import __version__
 @click.version_option(__version__, prog_name="overlap")
 def main() -> None:
     """Score word-overlap metrics (ROUGE) exactly and at scale, and compare runs."""
+
+
 from pipeline.cli import compare as _compare  # noqa: E402,F401 - registers `overlap compare`
