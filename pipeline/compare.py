@@ -188,9 +188,9 @@ def bootstrap_mean_differences(
 ) -> np.ndarray:
     """Means of ``n_bootstrap`` paired bootstrap resamples of per-example differences.
 
-    Resample i draws n example indices uniformly with replacement; its mean for measure m is
-    ``counts_i @ differences[:, m] / n`` (counts = how often each example was drawn), so all
-    measures share the resample. Memory is bounded by working in chunks of resamples.
+    Resample i draws n example indices uniformly with replacement (Koehn 2004); its value
+    for measure m is the mean of ``differences[idx_i, m]``, so all measures share the
+    resample. Memory is bounded by working in chunks of resamples (about 4M index cells).
 
     Args:
         differences: float64, shape (n, M), ``candidate - baseline`` per example and measure;
@@ -204,12 +204,13 @@ def bootstrap_mean_differences(
     """
     n, n_measures = differences.shape
     out = np.empty((n_bootstrap, n_measures))
+    columns = [np.ascontiguousarray(differences[:, m]) for m in range(n_measures)]
+    index_type = np.int32 if n < 2**31 else np.int64
     start = 0
     for size in _chunks(n_bootstrap, n):
-        idx = rng.integers(0, n, size=(size, n))
-        flat = (idx + (np.arange(size, dtype=np.int64) * n)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
-        out[start:start + size] = counts @ differences / n
+        idx = rng.integers(0, n, size=(size, n), dtype=index_type)
+        for m, column in enumerate(columns):
+            out[start:start + size, m] = column[idx].sum(axis=1) / n
         start += size
     return out
 
@@ -236,10 +237,14 @@ def randomization_p_values(
     n, n_measures = differences.shape
     observed = np.abs(differences.mean(axis=0))
     threshold = observed - 1e-9 * np.maximum(observed, np.abs(differences).mean(axis=0))
+    total = differences.sum(axis=0)
     extreme = np.zeros(n_measures, dtype=np.int64)
     for size in _chunks(n_trials, n):
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        means = np.abs(signs @ differences / n)
+        # one random bit per (trial, example): 1 keeps the pair, 0 swaps it (flips the sign);
+        # the mean of the relabelled differences is (2 * kept - total) / n
+        bits = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8),
+                             axis=1, count=n)
+        means = np.abs((2.0 * (bits.astype(np.float64) @ differences) - total) / n)
         extreme += (means >= threshold).sum(axis=0)
     return (extreme + 1.0) / (n_trials + 1.0)
 
