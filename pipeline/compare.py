@@ -604,10 +604,11 @@ class RunComparison:
         baseline: the baseline run's description.
         candidate: the candidate run's description.
         signature_differences: differing signature fields (allowed by the caller).
-        top: the examples that moved most (:meth:`Comparison.top`), plus
+        top: the examples that moved most (:meth:`Comparison.top`, at most ``n_top``), plus
             ``baseline_prediction`` and ``candidate_prediction`` text columns (null where
             the text could not be found).
         notes: human-readable remarks (e.g. where texts could not be read).
+        n_top: how many moved examples were asked for.
 
     """
 
@@ -617,6 +618,7 @@ class RunComparison:
     signature_differences: list[str]
     top: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    n_top: int = DEFAULT_TOP
 
     @property
     def alarm(self) -> bool:
@@ -628,7 +630,7 @@ class RunComparison:
 
         Keys: ``alarm``, ``baseline``/``candidate`` (path, run_id, signature, n_examples),
         ``signature_differences``, ``settings`` (measures, band, confidence, n_bootstrap,
-        seed, interval and test methods, alarm rule), ``pairing`` (key columns, counts and up
+        seed, interval and test methods, alarm rule, top), ``pairing`` (key columns, counts and up
         to ``max_ids`` ids present in one run only), ``rows`` (as :attr:`Comparison.rows`),
         ``top`` (as :attr:`top`), ``notes``, ``version``. NaN is written as null.
         """
@@ -656,6 +658,7 @@ class RunComparison:
                 "measures": list(cmp.measures), "band": cmp.band, "confidence": cmp.confidence,
                 "n_bootstrap": cmp.n_bootstrap, "seed": cmp.seed, "interval": INTERVAL_METHOD,
                 "test": TEST_METHOD, "alarm_rule": "interval excludes 0 and |delta| > band",
+                "top": self.n_top,
             },
             "pairing": {
                 "id_column": cmp.id_column, "group_columns": list(cmp.group_columns),
@@ -789,7 +792,8 @@ def compare_runs(
         if note:
             notes.append(f"{side}: {note}")
     return RunComparison(comparison=comparison, baseline=base, candidate=cand,
-                         signature_differences=differences, top=moved, notes=notes)
+                         signature_differences=differences, top=moved, notes=notes,
+                         n_top=top)
 
 
 __all__ = ["ALL_GROUP", "Comparison", "PairedTest", "RunComparison", "bootstrap_mean_differences",

@@ -60,7 +60,8 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
         moved = deltas[deltas != 0.0]
         if len(moved):
             edge = max(float(np.abs(moved).max()), 1e-6)
-            ax.hist(moved, bins=np.linspace(-edge, edge, 61).tolist(), color=color, alpha=0.55,
+            n_bins = min(61, max(11, 2 * int(math.sqrt(len(moved))) + 1))
+            ax.hist(moved, bins=np.linspace(-edge, edge, n_bins).tolist(), color=color, alpha=0.55,
                     label=f"{len(moved)} moved, {len(deltas) - len(moved)} unchanged")
         else:
             ax.text(0.5, 0.5, "no example changed", transform=ax.transAxes, ha="center")

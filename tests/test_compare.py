@@ -80,7 +80,7 @@ def test_identical_runs_delta_zero_no_alarm(runs, tmp_path):
         assert row["delta"] == 0.0 and row["ci_low"] == 0.0 and row["ci_high"] == 0.0
         assert row["p_value"] == 1.0 and row["n_paired"] == 2500
     assert doc["top"] == []
-    assert "no alarm" in result.output and "no example's score changed" in result.output
+    assert "no alarm" in result.output and "no example's rouge1.fmeasure changed" in result.output
 
 
 def test_truncated_tenth_alarms_with_negative_delta_and_those_ids_on_top(runs, scored,

@@ -100,8 +100,8 @@ def format_table(doc: dict[str, Any]) -> str:
                     t.get("candidate_prediction") is not None:
                 out.append(f"      baseline:  {_clip(t.get('baseline_prediction'))}")
                 out.append(f"      candidate: {_clip(t.get('candidate_prediction'))}")
-    elif p["n_paired"]:
-        out += ["", "no example's score changed"]
+    elif s.get("top"):
+        out += ["", f"no example's {s['measures'][0]} changed"]
     return "\n".join(out)
 
 
