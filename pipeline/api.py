@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
+from pipeline.config import ScoreConfig
+from pipeline.errors import ConfigError
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
 
@@ -45,3 +54,183 @@ def score_texts(
                     case_sensitive=case_sensitive, multi_reference=multi_reference)
     refs = [[r] if isinstance(r, str) else list(r) for r in references]
     return scorer.score_batch(list(predictions), refs).table.to_pandas()
+
+
+@dataclass(frozen=True)
+class ScoreRun:
+    """The result of :func:`score`.
+
+    Attributes:
+        output: the run directory as given.
+        run_id: the run's id.
+        signature: the run's signature string.
+        aggregate: the aggregate table (as written to ``aggregate.parquet``).
+        manifest: the manifest (as written to ``manifest.json``).
+    """
+
+    output: str
+    run_id: str
+    signature: str
+    aggregate: pa.Table
+    manifest: dict[str, Any]
+
+    @property
+    def n_examples(self) -> int:
+        """Examples scored."""
+        return int(self.manifest["counts"]["examples_scored"])
+
+
+def score(
+    predictions: str,
+    *,
+    output: str,
+    references: str | None = None,
+    config: ScoreConfig | None = None,
+    run_id: str | None = None,
+    overwrite: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ScoreRun:
+    """Score Parquet predictions against references and write a run directory.
+
+    Composition of :mod:`pipeline.engine` (plan, split/check/score on the chosen engine),
+    :mod:`pipeline.aggregate` and :mod:`pipeline.io` (staging, atomic publish). Output:
+    ``output/examples/part-*.parquet``, ``output/aggregate.parquet``,
+    ``output/manifest.json``, then ``output/_SUCCESS`` (see the README for every column).
+
+    Args:
+        predictions: a Parquet file, a directory of shards or a glob (path or URI).
+        output: the run directory to create (path or URI).
+        references: a separate references table (file, directory or glob), or None when
+            the predictions table has a list<string> references column.
+        config: the settings (default: :class:`~pipeline.config.ScoreConfig` defaults).
+        run_id: the run's id (letters, digits, ``.``, ``_``, ``-``); default: UTC time and
+            a random suffix.
+        overwrite: replace a complete existing output.
+        progress: called as ``progress(stage, done, total)`` after each partition of the
+            ``check`` and ``score`` stages.
+
+    Returns:
+        A :class:`ScoreRun`.
+
+    Raises:
+        ConfigError: invalid settings or run id.
+        InputError: missing files or columns, bad types, ids without references (or the
+            reverse), duplicate ids, empty references.
+        OutputExistsError: a complete output exists and ``overwrite`` is False.
+        ExecutionError: Ray or the storage failed.
+    """
+    from pipeline import __version__
+    from pipeline.aggregate import aggregate, value_columns
+    from pipeline.engine import execute, make_plan, make_runner
+    from pipeline.io.files import locate
+    from pipeline.io.read import read_columns
+    from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
+    from pipeline.io.write import AGGREGATE_FILE, EXAMPLES_DIR, MANIFEST_FILE, OutputDir, \
+        write_json, write_parquet
+
+    cfg = config or ScoreConfig()
+    run_id = check_run_id(run_id) if run_id is not None else new_run_id()
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    plan = make_plan(predictions, references, cfg)
+    out = OutputDir(output, overwrite=overwrite)
+    out.prepare()
+    seconds = {"plan": time.perf_counter() - t0}
+    try:
+        t = time.perf_counter()
+        runner = make_runner(cfg)
+        seconds["engine_start"] = time.perf_counter() - t
+        try:
+            engine = runner.describe()
+            ran = execute(plan, cfg, runner, out, run_id=run_id, progress=progress)
+        finally:
+            t = time.perf_counter()
+            runner.close()
+            seconds["engine_stop"] = time.perf_counter() - t
+        seconds.update(ran.seconds)
+        t = time.perf_counter()
+        parts = [p for p in ran.parts if p.name is not None]
+        example_files = [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts]
+        numeric = read_columns(example_files, [*cfg.group_by,
+                                               *value_columns(cfg.metrics, cfg.thresholds)])
+        agg = aggregate(numeric, metrics=cfg.metrics, group_by=cfg.group_by,
+                        thresholds=cfg.thresholds, n_bootstrap=cfg.bootstrap,
+                        confidence=cfg.confidence, seed=cfg.seed)
+        del numeric
+        seconds["aggregate"] = time.perf_counter() - t
+        t = time.perf_counter()
+        signature = str(ran.signature)
+        agg_size = write_parquet(agg, out.staged(AGGREGATE_FILE),
+                                 metadata={SIGNATURE_KEY: signature.encode(),
+                                           RUN_ID_KEY: run_id.encode()})
+        n_scored = sum(p.num_rows for p in parts)
+        manifest: dict[str, Any] = {
+            "run_id": run_id,
+            "started_at": started.isoformat(timespec="seconds"),
+            "finished_at": None,
+            "version": __version__,
+            "signature": signature,
+            "config": cfg.to_dict(),
+            "engine": engine,
+            "inputs": {
+                "predictions": {"uri": predictions, "files": [
+                    {"path": f.uri, "size_bytes": f.size_bytes, "num_rows": f.num_rows}
+                    for f in plan.prediction_files]},
+                "references": None if references is None else {"uri": references, "files": [
+                    {"path": f.uri, "size_bytes": f.size_bytes, "num_rows": f.num_rows}
+                    for f in plan.reference_files]},
+                "layout": plan.spec.layout,
+                "reference_column": plan.spec.reference_column,
+            },
+            "outputs": {
+                "examples": [{"path": f"{EXAMPLES_DIR}/{p.name}", "num_rows": p.num_rows,
+                              "size_bytes": p.size_bytes} for p in parts],
+                "aggregate": {"path": AGGREGATE_FILE, "num_rows": agg.num_rows,
+                              "size_bytes": agg_size},
+            },
+            "counts": {
+                "prediction_rows": plan.prediction_rows,
+                "reference_rows": plan.reference_rows,
+                "examples_scored": n_scored,
+                "skipped": {},
+                "null_predictions": sum(p.n_null_predictions for p in ran.parts),
+                "zero_token_texts": sum(p.n_zero_token_texts for p in ran.parts),
+                "n_references": ran.n_references,
+                "partitions": plan.n_partitions,
+                "prediction_units": len(plan.prediction_units),
+                "reference_units": len(plan.reference_units),
+            },
+            "seconds": seconds,
+            "task_seconds": ran.task_seconds,
+        }
+        seconds["write"] = time.perf_counter() - t
+        seconds["total"] = time.perf_counter() - t0
+        manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        write_json(manifest, out.staged(MANIFEST_FILE))
+        out.publish(run_id=run_id)
+    except BaseException:
+        out.abort()
+        raise
+    return ScoreRun(output=locate(output).uri, run_id=run_id, signature=signature,
+                    aggregate=agg, manifest=manifest)
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def new_run_id() -> str:
+    """A fresh run id: UTC time to the second and 6 random hex digits."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def check_run_id(run_id: str) -> str:
+    """Return ``run_id`` if it is 1-128 letters, digits, ``.``, ``_`` or ``-`` (first not
+    punctuation), so it is safe in file names and paths.
+
+    Raises:
+        ConfigError: any other run id.
+    """
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise ConfigError(f"run id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit")
+    return run_id

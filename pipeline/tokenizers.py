@@ -74,18 +74,29 @@ class Tokenizer:
 
 
 def _separator_table(keep: bytes) -> bytes:
-    return bytes(c if c in keep or c == 10 else 32 for c in range(256))
+    # newline (10) ends a line, NUL (0) ends a text; every other unkept byte separates tokens
+    return bytes(c if c in keep or c in (0, 10) else 32 for c in range(256))
 
 
 _KEEP_LOWER = b"abcdefghijklmnopqrstuvwxyz0123456789"
-_TABLE_LOWER = _separator_table(_KEEP_LOWER)
+# Lowercase: A-Z map to a-z in the same pass.
+_TABLE_LOWER = bytes((c + 32) if 65 <= c <= 90 else b
+                     for c, b in enumerate(_separator_table(_KEEP_LOWER)))
 _TABLE_MIXED = _separator_table(_KEEP_LOWER + _KEEP_LOWER.upper())
+# The only non-ASCII characters whose str.lower() contains ASCII letters or digits
+# (checked over all of Unicode): LATIN CAPITAL LETTER I WITH DOT ABOVE -> "i" + U+0307, and
+# KELVIN SIGN -> "k". Every other non-ASCII character is a separator for rouge-score.
+_LOWER_TO_ASCII = (("\u0130", "i "), ("\u212a", "k"))
 
 
 def _rouge_score_bytes(text: str) -> bytes:
-    # Every non-ASCII character is a separator for rouge-score, so after Python's lower()
-    # (which maps e.g. KELVIN SIGN to "k") ASCII with "?" for the rest is exact.
-    return text.lower().encode("ascii", "replace").translate(_TABLE_LOWER)
+    # Equal to rouge-score's text.lower() then [^a-z0-9] -> separator: non-ASCII characters
+    # become "?" (a separator), ASCII is lowercased by the translation table. Much faster
+    # than str.lower() on non-ASCII strings.
+    for char, lowered in _LOWER_TO_ASCII:
+        if char in text:
+            text = text.replace(char, lowered)
+    return text.encode("ascii", "replace").translate(_TABLE_LOWER)
 
 
 def _rouge_score_bytes_mixed(text: str) -> bytes:
@@ -167,7 +178,7 @@ STEMMERS = ("none", "porter")
 
 # Stems are memoized across batches: vocabularies are Zipfian, so after the first batches
 # almost every token is a hit. Bounded so a worker's memory cannot grow without limit.
-_STEM_CACHE: dict[tuple[str, bool], str] = {}
+_STEM_CACHE: dict[bool, dict[str, str]] = {True: {}, False: {}}
 _STEM_CACHE_MAX = 2_000_000
 _PORTER = None
 
@@ -183,21 +194,32 @@ def porter_stem(token: str, *, lowercase: bool = True) -> str:
         token: one token.
         lowercase: passed to NLTK's ``stem(to_lowercase=...)``; False for case-sensitive runs.
     """
-    if len(token) <= 3:
-        return token
-    key = (token, lowercase)
-    stem = _STEM_CACHE.get(key)
+    cache = _STEM_CACHE[lowercase]
+    stem = cache.get(token)
     if stem is None:
+        if len(token) <= 3:
+            cache[token] = token
+            return token
         global _PORTER
         if _PORTER is None:
             from nltk.stem import porter
 
             _PORTER = porter.PorterStemmer()
         stem = _PORTER.stem(token, to_lowercase=lowercase)
-        if len(_STEM_CACHE) >= _STEM_CACHE_MAX:
-            _STEM_CACHE.clear()
-        _STEM_CACHE[key] = stem
+        if len(cache) >= _STEM_CACHE_MAX:
+            cache.clear()
+        cache[token] = stem
     return stem
+
+
+def _stem_ids(dictionary: Sequence[str], *, lowercase: bool) -> tuple[np.ndarray, int]:
+    """Map each dictionary entry to the id of its stem; returns (remap, number of stems)."""
+    cache = _STEM_CACHE[lowercase]
+    ids: dict[str, int] = {}
+    remap = np.fromiter(
+        (ids.setdefault(cache.get(t) or porter_stem(t, lowercase=lowercase), len(ids))
+         for t in dictionary), dtype=np.int32, count=len(dictionary))
+    return remap, len(ids)
 
 
 @dataclass(frozen=True)
@@ -249,12 +271,9 @@ def tokenize_batch(
         ids, line_offsets, text_line_offsets, dictionary = _split_bytes(texts, tokenizer._to_bytes)
     else:
         ids, line_offsets, text_line_offsets, dictionary = _split_arrow(texts, tokenizer)
-    if stemmer == "porter" and dictionary:
-        lowercase = not tokenizer.case_sensitive
-        stems = [porter_stem(t, lowercase=lowercase) for t in dictionary]
-        _, remap = np.unique(np.asarray(stems, dtype=object), return_inverse=True)
-        ids = remap.astype(np.int32)[ids]
-        vocab_size = int(remap.max()) + 1
+    if stemmer == "porter" and len(dictionary):
+        remap, vocab_size = _stem_ids(dictionary, lowercase=not tokenizer.case_sensitive)
+        ids = remap[ids]
     else:
         vocab_size = len(dictionary)
 
@@ -267,13 +286,26 @@ def tokenize_batch(
 def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes]):
     from pipeline.metrics.bytes_tokens import tokenize_bytes
 
-    encoded = [to_bytes(t) if t else b"" for t in texts]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
-              out=offsets[1:])
-    raw = b"".join(encoded)
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(
-        np.frombuffer(raw, dtype=np.uint8), offsets)
+    # One pass of lower/encode/translate over the whole batch, texts joined by NUL (which the
+    # translation keeps and nothing else produces); per text only if a text contains a NUL.
+    plain = [t or "" for t in texts]
+    joined = "\0".join(plain)
+    if joined.count("\0") == max(len(plain) - 1, 0):
+        raw = to_bytes(joined)
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        offsets = np.empty(len(plain) + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1:-1] = np.flatnonzero(buf == 0) + 1
+        offsets[-1] = len(raw)
+    else:
+        encoded = [to_bytes(t.replace("\0", " ")) for t in plain]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter((len(e) + 1 for e in encoded), dtype=np.int64,
+                              count=len(encoded)), out=offsets[1:])
+        offsets[-1] -= 1  # no NUL after the last text
+        raw = b"\0".join(encoded)
+        buf = np.frombuffer(raw, dtype=np.uint8)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(buf, offsets)
     return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
 
 

@@ -1,8 +1,7 @@
 """Compiled tokenization of ASCII byte buffers into integer ids (rouge-score's rule).
 
-Input is the batch's texts after :func:`pipeline.tokenizers.rouge_score_bytes`: bytes in which
-every separator is a space and line breaks are ``\\n``, so a token is a maximal run of other
-bytes. Ids are assigned in order of first occurrence through an open-addressing table that
+Input is the batch's texts translated to bytes in which every separator is a space, line
+breaks are ``\\n`` and a NUL may end a text, so a token is a maximal run of other bytes. Ids are assigned in order of first occurrence through an open-addressing table that
 compares token bytes exactly (the hash only places them).
 """
 
@@ -12,6 +11,7 @@ import numpy as np
 from numba import njit
 
 _SPACE = 32
+_NUL = 0
 _NEWLINE = 10
 
 
@@ -39,7 +39,7 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_of
             q = text_offsets[t]
         while q < end:
             c = buf[q]
-            if c == _SPACE:
+            if c == _SPACE or c == _NUL:
                 q += 1
                 continue
             if c == _NEWLINE:
@@ -49,7 +49,7 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_of
                 continue
             s = q
             full = np.uint64(5381)
-            while q < end and buf[q] != _SPACE and buf[q] != _NEWLINE:
+            while q < end and buf[q] != _SPACE and buf[q] != _NEWLINE and buf[q] != _NUL:
                 full = (full << np.uint64(5)) + full + np.uint64(buf[q])
                 q += 1
             length = q - s
@@ -120,8 +120,8 @@ def tokenize_bytes(buf, text_offsets):
     """Split texts into lines and tokens and give each distinct token an id.
 
     Args:
-        buf: uint8, shape (B,), the texts concatenated; bytes 32 (space) separate tokens and
-            10 (newline) also ends a line.
+        buf: uint8, shape (B,), the texts concatenated; bytes 32 (space) and 0 (NUL)
+            separate tokens, 10 (newline) also ends a line.
         text_offsets: int64, shape (N + 1,), text i is ``buf[text_offsets[i]:text_offsets[i+1]]``.
 
     Returns:

@@ -314,11 +314,15 @@ def lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mar
     i = a_len
     j = b_len
     one = np.uint64(1)
-    while i > 0 and j > 0:
+    # LCS value of the current cell; the walk can stop once no match is left to find.
+    left_to_find = b_len - popcount64(v & ((one << np.uint64(b_len)) - one)) if b_len < 64 \
+        else 64 - popcount64(v)
+    while i > 0 and j > 0 and left_to_find > 0:
         if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
             mark[i - 1] = True
             i -= 1
             j -= 1
+            left_to_find -= 1
         else:
             # t[i][j-1] > t[i-1][j], with t[r][c] = c - popcount(rows[r] & low_c)
             left = (j - 1) - popcount64(rows[i] & ((one << np.uint64(j - 1)) - one))

@@ -1,0 +1,48 @@
+"""The small interface every engine implements: submit a function, collect results.
+
+Handles returned by :meth:`Runner.submit` may be passed as arguments to later submissions;
+the engine resolves them to values before the function runs (Ray does so with object
+references, the local engine by computing them on demand). The order of work (split, check,
+score) lives once, in :mod:`pipeline.engine.run`, not in each engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+
+class Runner(Protocol):
+    """Runs task functions somewhere.
+
+    Attributes:
+        name: ``local`` or ``ray``.
+    """
+
+    name: str
+
+    def submit(self, fn: Callable[..., Any], *args: Any, num_returns: int = 1) -> Any:
+        """Schedule ``fn(*args)``; returns a handle, or a list of ``num_returns`` handles
+        when ``num_returns > 1`` (``fn`` then returns a sequence of that length)."""
+        ...
+
+    def as_completed(self, handles: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(position in handles, result)`` as the work finishes.
+
+        Raises:
+            PipelineError: the task's own error (e.g. InputError), unchanged.
+            ExecutionError: the infrastructure failed (lost worker after retries, ...).
+        """
+        ...
+
+    def cancel(self, handles: Sequence[Any]) -> None:
+        """Stop work that is no longer needed (best effort)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Where the work runs, for the manifest (engine, address, CPUs)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the runner started (a local Ray instance, its temp dir)."""
+        ...

@@ -1,0 +1,162 @@
+"""The order of work of a scoring run, written once for every engine.
+
+split (every unit, hash-partitioned by id) -> check (every partition: join, problems,
+reference counts) -> the signature is fixed -> score (every partition: join, score, write
+``examples/part-*.parquet`` into the staging directory). The driver only ever holds handles,
+counts and file names: no text passes through it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.config import ScoreConfig
+from pipeline.engine.base import Runner
+from pipeline.engine.plan import Plan, Unit
+from pipeline.engine.tasks import (
+    PartitionCheck,
+    PartitionResult,
+    Problems,
+    ScoringSettings,
+    check_partition,
+    read_unit,
+    score_partition,
+    split_unit,
+)
+from pipeline.io.write import EXAMPLES_DIR, OutputDir
+from pipeline.signature import Signature
+
+# progress(stage, done, total): stage is "check" or "score"; done/total count partitions.
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Execution:
+    """What the engine did.
+
+    Attributes:
+        signature: the run's signature (references per example now known).
+        n_references: references per example, or ``"var"``.
+        checks: one per partition, in partition order.
+        parts: one per partition, in partition order.
+        seconds: wall seconds per stage (``read_check``, ``score``).
+        task_seconds: seconds spent inside tasks per stage, summed over tasks.
+    """
+
+    signature: Signature
+    n_references: int | str
+    checks: list[PartitionCheck]
+    parts: list[PartitionResult]
+    seconds: dict[str, float] = field(default_factory=dict)
+    task_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def scoring_settings(config: ScoreConfig) -> ScoringSettings:
+    """The picklable scoring settings workers need."""
+    return ScoringSettings(metrics=config.metrics, tokenizer=config.tokenizer,
+                           stemmer=config.stemmer, case_sensitive=config.case_sensitive,
+                           multi_reference=config.multi_reference,
+                           thresholds=config.thresholds)
+
+
+def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress | None
+             ) -> list[Any]:
+    results: list[Any] = [None] * len(handles)
+    done = 0
+    try:
+        for i, result in runner.as_completed(handles):
+            results[i] = result
+            done += 1
+            if progress is not None:
+                progress(stage, done, len(handles))
+    except BaseException:
+        runner.cancel(handles)
+        raise
+    return results
+
+
+def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, *,
+            run_id: str, progress: Progress | None = None) -> Execution:
+    """Run split, check and score on ``runner``, writing examples into ``output``'s staging.
+
+    Args:
+        plan: from :func:`pipeline.engine.plan.make_plan`.
+        config: the run's settings.
+        runner: a :class:`~pipeline.engine.base.Runner` (local or Ray).
+        output: the prepared output directory.
+        run_id: the run's id (``run_id`` column, file metadata).
+        progress: called after each partition of the check and score stages.
+
+    Raises:
+        InputError: problems found while joining (every partition checked first: counts are
+            complete and at most 5 ids per problem are named).
+        ExecutionError: the engine failed.
+    """
+    spec = plan.spec
+    n = plan.n_partitions
+    t0 = time.perf_counter()
+
+    def split(unit: Unit) -> list[Any]:
+        if n == 1:
+            return [runner.submit(read_unit, spec, unit)]
+        return runner.submit(split_unit, spec, unit, n, num_returns=n)
+
+    pred_pieces = [split(u) for u in plan.prediction_units]
+    ref_pieces = [split(u) for u in plan.reference_units]
+
+    def pieces(b: int) -> list[Any]:
+        return [p[b] for p in pred_pieces] + [r[b] for r in ref_pieces]
+
+    n_pred = len(pred_pieces)
+    checks: list[PartitionCheck] = _collect(
+        runner, [runner.submit(check_partition, spec, b, n_pred, *pieces(b)) for b in range(n)],
+        "check", progress)
+    problems = Problems()
+    for c in checks:
+        problems.merge(c.problems)
+    err = problems.error()
+    if err is not None:
+        raise err
+    with_examples = [c for c in checks if c.n_examples]
+    lo = min(c.min_references for c in with_examples)
+    hi = max(c.max_references for c in with_examples)
+    n_refs: int | str = lo if lo == hi else "var"
+    signature = config.signature(n_references=n_refs)
+    t1 = time.perf_counter()
+
+    settings = scoring_settings(config)
+    examples = output.staged(EXAMPLES_DIR)
+    parts: list[PartitionResult] = _collect(runner, [
+        runner.submit(score_partition, spec, settings, b,
+                      examples.child(plan.part_name(b)).uri, run_id, str(signature), n_pred,
+                      *pieces(b))
+        for b in range(n)], "score", progress)
+    t2 = time.perf_counter()
+    return Execution(
+        signature=signature, n_references=n_refs, checks=checks, parts=parts,
+        seconds={"read_check": t1 - t0, "score": t2 - t1},
+        task_seconds={"check": sum(c.seconds for c in checks),
+                      "score": sum(p.seconds for p in parts)})
+
+
+def make_runner(config: ScoreConfig) -> Runner:
+    """The runner the settings ask for: in-process, a local Ray, or a Ray cluster.
+
+    Raises:
+        ExecutionError: Ray could not start or the cluster could not be reached.
+    """
+    if config.engine == "local":
+        from pipeline.engine.local import LocalRunner
+
+        return LocalRunner()
+    from pipeline.engine.ray_runner import RayRunner, package_runtime_env
+
+    address = config.resolved_address()
+    runtime_env = None
+    if address:
+        runtime_env = (package_runtime_env(config.runtime_env) if config.ship_code
+                       else config.runtime_env)
+    return RayRunner(address=address, num_cpus=config.num_cpus, runtime_env=runtime_env)

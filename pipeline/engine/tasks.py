@@ -1,0 +1,361 @@
+"""The work of a run, as three functions that every engine runs the same way.
+
+1. :func:`split_unit`: read one unit (row groups of one file) and split its rows by
+   partition (hash of the id); :func:`read_unit` when there is a single partition.
+2. :func:`check_partition`: join one partition's predictions and references by id and
+   report problems (missing, duplicate or empty references) and reference counts, without
+   scoring. The driver fails the run here, before any expensive work, if anything is wrong.
+3. :func:`score_partition`: join again, score, and write ``examples/part-*.parquet``.
+
+They take and return plain data (Arrow tables, dataclasses), never touch Ray, and keep the
+expensive state (the :class:`~pipeline.scoring.Scorer`) once per worker process.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.config import Threshold
+from pipeline.engine.plan import Unit
+from pipeline.errors import InputError
+from pipeline.io.files import locate
+from pipeline.io.partition import partition_of, split_by_partition
+from pipeline.io.read import read_row_groups
+from pipeline.io.schema import (
+    RUN_ID_COLUMN,
+    RUN_ID_KEY,
+    SIGNATURE_KEY,
+    TEXT_COLUMN,
+    InputSpec,
+    normalize,
+)
+from pipeline.io.write import write_parquet
+from pipeline.scoring import Scorer, ZeroTokenWarning
+
+# Rows scored per call of the scorer: bounds the tokenizer's working memory.
+SCORE_BATCH_ROWS = 8192
+# Example ids shown in a problem report.
+SAMPLE_IDS = 5
+# Problem kinds, in the order they are reported.
+PROBLEMS = {
+    "duplicate_prediction_id": "ids occur more than once among the predictions",
+    "missing_references": "predictions have no references",
+    "orphan_references": "ids in the references have no prediction",
+    "duplicate_reference_id": "ids occur more than once in the references list table",
+    "no_reference": "examples have an empty or null list of references",
+    "null_reference": "references are null",
+}
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    """What a worker needs to score, in picklable form.
+
+    Attributes:
+        metrics, tokenizer, stemmer, case_sensitive, multi_reference: as in
+            :class:`pipeline.scoring.Scorer`.
+        thresholds: pass/fail gates, one ``passed_...`` column each.
+    """
+
+    metrics: tuple[str, ...]
+    tokenizer: str
+    stemmer: str
+    case_sensitive: bool
+    multi_reference: str
+    thresholds: tuple[Threshold, ...] = ()
+
+
+@functools.lru_cache(maxsize=4)
+def _scorer(settings: ScoringSettings) -> Scorer:
+    # Built once per worker process (and per settings): names validated, kernels loaded.
+    return Scorer(metrics=settings.metrics, tokenizer=settings.tokenizer,
+                  stemmer=settings.stemmer, case_sensitive=settings.case_sensitive,
+                  multi_reference=settings.multi_reference)
+
+
+@dataclass
+class Problems:
+    """Counts of each problem kind and the first example ids of each (partition order)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    samples: dict[str, list] = field(default_factory=dict)
+
+    def add(self, kind: str, ids: pa.Array | list) -> None:
+        """Record ``len(ids)`` occurrences of ``kind``, keeping the first few ids."""
+        n = len(ids)
+        if not n:
+            return
+        self.counts[kind] = self.counts.get(kind, 0) + n
+        have = self.samples.setdefault(kind, [])
+        if len(have) < SAMPLE_IDS:
+            head = ids[:SAMPLE_IDS - len(have)]
+            have.extend(head.to_pylist() if isinstance(head, (pa.Array, pa.ChunkedArray))
+                        else list(head))
+
+    def merge(self, other: Problems) -> None:
+        """Add another partition's problems (call in partition order)."""
+        for kind, n in other.counts.items():
+            self.counts[kind] = self.counts.get(kind, 0) + n
+            have = self.samples.setdefault(kind, [])
+            have.extend(other.samples.get(kind, [])[:SAMPLE_IDS - len(have)])
+
+    def error(self) -> InputError | None:
+        """One InputError describing every problem (at most 5 ids each), or None."""
+        parts = []
+        for kind, text in PROBLEMS.items():
+            n = self.counts.get(kind)
+            if n:
+                ids = ", ".join(repr(i) for i in self.samples.get(kind, []))
+                more = ", ..." if n > len(self.samples.get(kind, [])) else ""
+                parts.append(f"{n} {text} (ids: {ids}{more})")
+        return InputError("; ".join(parts)) if parts else None
+
+
+@dataclass
+class PartitionCheck:
+    """Result of :func:`check_partition`.
+
+    Attributes:
+        index: the partition.
+        n_examples: prediction rows in the partition.
+        min_references, max_references: references per example (0 and 0 when empty).
+        problems: what would stop the run.
+        seconds: time spent in the task.
+    """
+
+    index: int
+    n_examples: int
+    min_references: int
+    max_references: int
+    problems: Problems
+    seconds: float
+
+
+@dataclass
+class PartitionResult:
+    """Result of :func:`score_partition`.
+
+    Attributes:
+        index: the partition.
+        name: the examples file name (``part-*.parquet``), or None when it had no example.
+        num_rows: examples written.
+        size_bytes: size of the written file.
+        n_null_predictions: null predictions (scored as empty texts).
+        n_zero_token_texts: non-empty texts that produced no token.
+        seconds: time spent in the task.
+    """
+
+    index: int
+    name: str | None
+    num_rows: int
+    size_bytes: int
+    n_null_predictions: int
+    n_zero_token_texts: int
+    seconds: float
+
+
+def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
+    """Read a unit's columns, with normalized types.
+
+    Args:
+        spec: the resolved inputs.
+        unit: the row groups to read.
+
+    Raises:
+        InputError: the file cannot be read, or its ids contain nulls (names the file).
+    """
+    columns = (spec.prediction_read_columns if unit.side == "predictions"
+               else spec.reference_read_columns)
+    table = normalize(read_row_groups(unit.uri, unit.row_groups, columns), spec, side=unit.side)
+    ids = table.column(spec.id_column)
+    if ids.null_count:
+        raise InputError(f"{unit.side}: {unit.uri} has {ids.null_count} null ids in column "
+                         f"{spec.id_column!r}")
+    return table
+
+
+def split_unit(spec: InputSpec, unit: Unit, n_partitions: int) -> list[pa.Table]:
+    """Read a unit and split its rows by partition (see :mod:`pipeline.io.partition`).
+
+    Args:
+        spec: the resolved inputs.
+        unit: the row groups to read.
+        n_partitions: the number of partitions, >= 2 (with one partition use
+            :func:`read_unit`).
+
+    Returns:
+        ``n_partitions`` tables (normalized types, input row order kept in each).
+
+    Raises:
+        InputError: as :func:`read_unit`.
+    """
+    table = read_unit(spec, unit)
+    return split_by_partition(table, partition_of(table.column(spec.id_column), n_partitions),
+                              n_partitions)
+
+
+@dataclass
+class _Joined:
+    predictions: pa.Table
+    references: pa.Array  # large_list<large_string>, aligned with predictions
+    problems: Problems
+
+
+def _concat(pieces: Sequence[pa.Table]) -> pa.Table:
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence[pa.Table]
+          ) -> _Joined:
+    """Gather one partition: predictions in input order, each with its list of references."""
+    problems = Problems()
+    preds = _concat(pred_pieces).combine_chunks()
+    ids = preds.column(spec.id_column)
+    counts = pc.value_counts(ids)
+    dup = counts.filter(pc.greater(counts.field("counts"), 1))
+    if len(dup):
+        problems.add("duplicate_prediction_id", dup.field("values"))
+    list_type = pa.large_list(pa.large_string())
+    if spec.layout == "inline":
+        refs = preds.column(spec.reference_column).combine_chunks()
+        preds = preds.drop_columns([spec.reference_column])
+    else:
+        ref_table = _concat(ref_pieces)
+        if spec.layout == "rows":
+            null_rows = ref_table.filter(pc.is_null(ref_table.column(spec.reference_column)))
+            problems.add("null_reference", null_rows.column(spec.id_column).combine_chunks())
+            grouped = ref_table.group_by(spec.id_column, use_threads=False).aggregate(
+                [(spec.reference_column, "list")])
+            ref_ids = grouped.column(spec.id_column)
+            ref_lists = pc.cast(grouped.column(f"{spec.reference_column}_list"), list_type)
+        else:
+            ref_ids = ref_table.column(spec.id_column)
+            ref_lists = ref_table.column(spec.reference_column)
+            ref_counts = pc.value_counts(ref_ids)
+            ref_dup = ref_counts.filter(pc.greater(ref_counts.field("counts"), 1))
+            if len(ref_dup):
+                problems.add("duplicate_reference_id", ref_dup.field("values"))
+        position = pc.index_in(ids, value_set=ref_ids.combine_chunks()
+                               if isinstance(ref_ids, pa.ChunkedArray) else ref_ids)
+        missing = pc.is_null(position)
+        if pc.any(missing).as_py():
+            problems.add("missing_references", ids.filter(missing))
+        if len(ref_ids):
+            found = pc.is_in(ref_ids, value_set=ids)
+            orphans = pc.filter(ref_ids, pc.invert(found))
+            problems.add("orphan_references", _unique(orphans))
+        refs = ref_lists.combine_chunks() if isinstance(ref_lists, pa.ChunkedArray) \
+            else ref_lists
+        refs = refs.take(position)
+    if refs.type != list_type:
+        refs = pc.cast(refs, list_type)
+    lengths = pc.list_value_length(refs).fill_null(0)
+    empty = pc.equal(lengths, 0)
+    problems.add("no_reference", ids.filter(empty))
+    if spec.layout != "rows":
+        flat_null = pc.is_null(pc.list_flatten(refs))
+        if pc.any(flat_null).as_py():
+            parent = pc.list_parent_indices(refs)
+            problems.add("null_reference", _unique(ids.take(pc.filter(parent, flat_null))))
+    return _Joined(preds, refs, problems)
+
+
+def _unique(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return pc.unique(ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids)
+
+
+def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
+                    *pieces: pa.Table) -> PartitionCheck:
+    """Join one partition and report its problems and reference counts, without scoring.
+
+    Args:
+        spec: the resolved inputs.
+        index: the partition.
+        n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
+        pieces: this partition's table from every prediction unit, then every reference unit.
+    """
+    start = time.perf_counter()
+    joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
+    lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
+    return PartitionCheck(
+        index=index, n_examples=len(lengths),
+        min_references=int(lengths.min()) if len(lengths) else 0,
+        max_references=int(lengths.max()) if len(lengths) else 0,
+        problems=joined.problems, seconds=time.perf_counter() - start)
+
+
+def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part_uri: str,
+                    run_id: str, signature: str, n_prediction_pieces: int,
+                    *pieces: pa.Table) -> PartitionResult:
+    """Join, score and write one partition's examples.
+
+    Args:
+        spec: the resolved inputs.
+        settings: scoring settings.
+        index: the partition.
+        part_uri: where to write the examples (``.../examples/part-*.parquet``).
+        run_id: written in the ``run_id`` column and the file metadata.
+        signature: written in the file metadata (key ``overlap.signature``).
+        n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
+        pieces: as in :func:`check_partition`.
+
+    Raises:
+        InputError: the partition has a problem (the check stage should have caught it).
+    """
+    start = time.perf_counter()
+    joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
+    err = joined.problems.error()
+    if err is not None:
+        raise err
+    preds = joined.predictions
+    n = preds.num_rows
+    if n == 0:
+        return PartitionResult(index, None, 0, 0, 0, 0, time.perf_counter() - start)
+    scorer = _scorer(settings)
+    texts = preds.column(spec.prediction_column).combine_chunks()
+    scored, zero_token = [], 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ZeroTokenWarning)
+        for lo in range(0, n, SCORE_BATCH_ROWS):
+            batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
+                                       joined.references.slice(lo, SCORE_BATCH_ROWS))
+            scored.append(batch.table)
+            zero_token += batch.n_zero_token_texts
+    scores = pa.concat_tables(scored).combine_chunks()
+    columns: list[pa.Array | pa.ChunkedArray] = [
+        pa.repeat(pa.scalar(run_id, pa.string()), n),
+        preds.column(spec.id_column)]
+    names = [RUN_ID_COLUMN, spec.id_column]
+    for c in spec.carry_columns:
+        columns.append(preds.column(c))
+        names.append(c)
+    if spec.keep_text:
+        columns.append(texts)
+        names.append(TEXT_COLUMN)
+    columns += scores.columns
+    names += scores.column_names
+    for t in settings.thresholds:
+        columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
+        names.append(t.column)
+    table = pa.table(columns, names=names)
+    loc = locate(part_uri)
+    size = write_parquet(table, loc, metadata={SIGNATURE_KEY: signature.encode(),
+                                                 RUN_ID_KEY: run_id.encode()})
+    return PartitionResult(index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count,
+                           zero_token, time.perf_counter() - start)
+
+
+def warm_up(settings: ScoringSettings) -> int:
+    """Build this worker's scorer and load its compiled kernels; returns the process id."""
+    import os
+
+    _scorer(settings).score_batch(["warm up"], [["warm up"]])
+    return os.getpid()

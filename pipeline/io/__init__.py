@@ -1,0 +1,2 @@
+"""Input and output: locating and reading Parquet shards, hash partitioning by id, the
+input layouts and output schema, and atomic writing of a run's directory."""

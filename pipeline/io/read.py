@@ -1,0 +1,108 @@
+"""Reading inputs: every file's footer up front, then row-group ranges on the workers.
+
+Footers are read once on the driver (in a small thread pool: it is I/O), which names any
+unreadable file before work starts and gives row counts without reading data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import InputError
+from pipeline.io.files import Location, locate
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input Parquet file, as its footer describes it.
+
+    Attributes:
+        uri: where it is (see :class:`pipeline.io.files.Location`).
+        size_bytes: file size in bytes.
+        num_rows: rows in the file.
+        row_group_rows: rows per row group, in file order (sums to ``num_rows``).
+        schema: the Arrow schema.
+    """
+
+    uri: str
+    size_bytes: int
+    num_rows: int
+    row_group_rows: tuple[int, ...]
+    schema: pa.Schema
+
+
+def read_footer(loc: Location, *, what: str) -> InputFile:
+    """Read one file's Parquet footer.
+
+    Args:
+        loc: the file.
+        what: the input's name for errors (``predictions`` or ``references``).
+
+    Raises:
+        InputError: the file cannot be opened or is not Parquet (names the file).
+    """
+    try:
+        size = loc.fs.get_file_info(loc.path).size
+        with loc.fs.open_input_file(loc.path) as fh:
+            pf = pq.ParquetFile(fh)
+            meta = pf.metadata
+            schema = pf.schema_arrow
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"{what}: {loc.uri} is not a readable Parquet file ({e})") from None
+    rows = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+    return InputFile(loc.uri, int(size or 0), int(meta.num_rows), rows, schema)
+
+
+def read_footers(locations: Sequence[Location], *, what: str) -> list[InputFile]:
+    """Read the footers of many files, in the order given.
+
+    Raises:
+        InputError: the first unreadable file, by name.
+    """
+    if len(locations) <= 1:
+        return [read_footer(loc, what=what) for loc in locations]
+    with ThreadPoolExecutor(max_workers=min(16, len(locations))) as pool:
+        return list(pool.map(lambda loc: read_footer(loc, what=what), locations))
+
+
+def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str]) -> pa.Table:
+    """Read some row groups and columns of one file.
+
+    Args:
+        uri: the file.
+        row_groups: row group indices, ascending.
+        columns: column names to read (others are not read at all).
+
+    Raises:
+        InputError: the file cannot be read (names the file).
+    """
+    loc = locate(uri)
+    try:
+        with loc.fs.open_input_file(loc.path) as fh:
+            return pq.ParquetFile(fh).read_row_groups(list(row_groups), columns=list(columns),
+                                                      use_threads=False)
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read {uri}: {e}") from None
+
+
+def read_columns(locations: Sequence[Location], columns: Sequence[str]) -> pa.Table:
+    """Read the same columns of several files into one table (files in the order given).
+
+    Used for aggregation: only numeric and group columns are asked for, never text.
+
+    Raises:
+        InputError: a file cannot be read.
+    """
+    tables = []
+    for loc in locations:
+        try:
+            with loc.fs.open_input_file(loc.path) as fh:
+                tables.append(pq.ParquetFile(fh).read(columns=list(columns)))
+        except (OSError, pa.ArrowException) as e:
+            raise InputError(f"cannot read {loc.uri}: {e}") from None
+    return pa.concat_tables(tables) if len(tables) != 1 else tables[0]

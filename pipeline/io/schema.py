@@ -1,0 +1,247 @@
+"""Input columns and layouts, and the schema of the per-example output.
+
+Reference layouts (``InputSpec.layout``):
+
+| layout | where the references are |
+|---|---|
+| ``inline`` | a list<string> column of the predictions table (no ``--references``) |
+| ``list`` | a separate table keyed by id, one list<string> per id |
+| ``rows`` | a separate table keyed by id, one row per reference (a string column) |
+
+Text is read as ``large_string`` (64-bit offsets: a partition may exceed 2 GiB of text),
+ids as ``large_string`` or ``int64``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.config import ScoreConfig
+from pipeline.errors import ConfigError, InputError, did_you_mean
+from pipeline.io.read import InputFile
+
+LAYOUTS = ("inline", "list", "rows")
+SIGNATURE_KEY = b"overlap.signature"
+RUN_ID_KEY = b"overlap.run_id"
+RUN_ID_COLUMN = "run_id"
+# The prediction text in the examples (``--keep-text``), whatever the input column's name.
+TEXT_COLUMN = "prediction"
+# Names the pipeline writes itself; ride-along columns may not use them.
+RESERVED_COLUMNS = (RUN_ID_COLUMN, "n_references")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """The resolved columns and layout of a run's inputs.
+
+    Attributes:
+        id_column: id column name (same on both sides).
+        id_kind: ``string`` or ``integer``.
+        prediction_column: prediction text column.
+        reference_column: the references column (list or string, per ``layout``).
+        layout: one of ``LAYOUTS``.
+        carry_columns: predictions columns copied to the examples (group-by first).
+        carry_types: their Arrow types, as in the input.
+        keep_text: copy the prediction text to the examples.
+    """
+
+    id_column: str
+    id_kind: str
+    prediction_column: str
+    reference_column: str
+    layout: str
+    carry_columns: tuple[str, ...]
+    carry_types: tuple[pa.DataType, ...]
+    keep_text: bool
+
+    @property
+    def prediction_read_columns(self) -> tuple[str, ...]:
+        """Columns read from each predictions file."""
+        cols = (self.id_column, self.prediction_column) + self.carry_columns
+        return cols + ((self.reference_column,) if self.layout == "inline" else ())
+
+    @property
+    def reference_read_columns(self) -> tuple[str, ...]:
+        """Columns read from each references file (none for ``inline``)."""
+        return () if self.layout == "inline" else (self.id_column, self.reference_column)
+
+    def id_type(self) -> pa.DataType:
+        """The normalized id type (``large_string`` or ``int64``)."""
+        return pa.large_string() if self.id_kind == "string" else pa.int64()
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_text_list(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
+
+
+def _id_kind(t: pa.DataType) -> str | None:
+    if _is_text(t):
+        return "string"
+    if pa.types.is_integer(t):
+        return "integer"
+    return None
+
+
+def _column_type(files: Sequence[InputFile], column: str, *, what: str,
+                 ) -> pa.DataType:
+    """The column's type, the same in every file.
+
+    Raises:
+        InputError: a file lacks the column (lists the columns it has) or types differ.
+    """
+    first: tuple[str, pa.DataType] | None = None
+    for f in files:
+        idx = f.schema.get_field_index(column)
+        if idx < 0:
+            names = list(f.schema.names)
+            hint = did_you_mean(column, names)
+            raise InputError(f"{what}: {f.uri} has no column {column!r}; its columns: "
+                             f"{', '.join(names)}", hint=hint)
+        t = f.schema.field(idx).type
+        if first is None:
+            first = (f.uri, t)
+        elif not _same_kind(first[1], t):
+            raise InputError(f"{what}: column {column!r} is {first[1]} in {first[0]} but {t} "
+                             f"in {f.uri}")
+    assert first is not None  # callers pass at least one file
+    return first[1]
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    if a == b:
+        return True
+    if _is_text(a) and _is_text(b):
+        return True
+    if _is_text_list(a) and _is_text_list(b):
+        return True
+    return pa.types.is_integer(a) and pa.types.is_integer(b)
+
+
+def resolve_inputs(config: ScoreConfig, predictions: Sequence[InputFile],
+                   references: Sequence[InputFile] | None) -> InputSpec:
+    """Check the inputs' columns against the settings and pick the reference layout.
+
+    Args:
+        config: the run's settings (column names, group-by and kept columns).
+        predictions: footers of the predictions files (at least one).
+        references: footers of the references files, or None when the references are a
+            list column of the predictions table.
+
+    Raises:
+        InputError: a missing column (naming the file and the columns it has), a column of
+            the wrong type, or types differing between files.
+        ConfigError: a ride-along column named like an output column.
+    """
+    id_col = config.id_column
+    pred_col = config.prediction_column
+    id_t = _column_type(predictions, id_col, what="predictions")
+    kind = _id_kind(id_t)
+    if kind is None:
+        raise InputError(f"predictions: id column {id_col!r} is {id_t}; expected strings or "
+                         "integers")
+    pred_t = _column_type(predictions, pred_col, what="predictions")
+    if not _is_text(pred_t):
+        raise InputError(f"predictions: column {pred_col!r} is {pred_t}; expected strings")
+
+    if references is None:
+        ref_col = config.reference_column or "references"
+        if predictions[0].schema.get_field_index(ref_col) < 0 and not config.reference_column:
+            names = list(predictions[0].schema.names)
+            raise InputError(f"predictions: {predictions[0].uri} has no {ref_col!r} "
+                             f"list column and no --references table was given; its columns: "
+                             f"{', '.join(names)}")
+        ref_t = _column_type(predictions, ref_col, what="predictions")
+        if not _is_text_list(ref_t):
+            raise InputError(f"predictions: references column {ref_col!r} is {ref_t}; "
+                             "expected list<string> (or give a separate --references table)")
+        layout = "inline"
+    else:
+        ref_col = config.reference_column or _guess_reference_column(references[0])
+        ref_id_t = _column_type(references, id_col, what="references")
+        if _id_kind(ref_id_t) != kind:
+            raise InputError(f"references: id column {id_col!r} is {ref_id_t} but {id_t} in "
+                             "predictions; ids must have the same type on both sides")
+        ref_t = _column_type(references, ref_col, what="references")
+        if _is_text_list(ref_t):
+            layout = "list"
+        elif _is_text(ref_t):
+            layout = "rows"
+        else:
+            raise InputError(f"references: column {ref_col!r} is {ref_t}; expected "
+                             "list<string> (a list per id) or string (one row per reference)")
+
+    carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
+                                           if c not in config.group_by)
+    for c in carry:
+        if c in RESERVED_COLUMNS or c in (id_col, pred_col, ref_col) \
+                or (config.keep_text and c == TEXT_COLUMN):
+            raise ConfigError(f"cannot group by or keep column {c!r}: it is an id, text or "
+                              "output column")
+    carry_types = tuple(_column_type(predictions, c, what="predictions") for c in carry)
+    return InputSpec(id_col, kind, pred_col, ref_col, layout, carry, carry_types,
+                     config.keep_text)
+
+
+def _guess_reference_column(f: InputFile) -> str:
+    for name in ("references", "reference"):
+        if f.schema.get_field_index(name) >= 0:
+            return name
+    raise InputError(f"references: {f.uri} has neither a 'references' (list) nor a "
+                     f"'reference' (string) column; its columns: {', '.join(f.schema.names)}",
+                     hint="name it with --reference-column")
+
+
+def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
+    """Cast a table read from one input file to the normalized types.
+
+    ids to ``large_string``/``int64``, texts to ``large_string``, reference lists to
+    ``large_list<large_string>``; ride-along columns stay as they are.
+
+    Args:
+        table: columns ``spec.prediction_read_columns`` or ``spec.reference_read_columns``.
+        spec: the resolved inputs.
+        side: ``predictions`` or ``references``.
+    """
+    text_list = pa.large_list(pa.large_string())
+    casts = {spec.id_column: spec.id_type()}
+    if side == "predictions":
+        casts[spec.prediction_column] = pa.large_string()
+        if spec.layout == "inline":
+            casts[spec.reference_column] = text_list
+    else:
+        casts[spec.reference_column] = text_list if spec.layout == "list" else pa.large_string()
+    columns = []
+    for name, col in zip(table.column_names, table.columns):
+        target = casts.get(name)
+        columns.append(col if target is None or col.type == target else pc.cast(col, target))
+    return pa.table(columns, names=table.column_names)
+
+
+def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
+                   threshold_columns: Sequence[str]) -> pa.Schema:
+    """Schema of ``examples/part-*.parquet``.
+
+    Columns: ``run_id`` (string), the id (``large_string`` or ``int64``), ride-along columns
+    (input types), the prediction text when kept (``prediction``, ``large_string``), the
+    scorer's columns
+    (``n_references`` and the per-metric columns), then one bool ``passed_...`` per threshold.
+    """
+    fields = [pa.field(RUN_ID_COLUMN, pa.string()), pa.field(spec.id_column, spec.id_type())]
+    fields += [pa.field(c, t) for c, t in zip(spec.carry_columns, spec.carry_types)]
+    if spec.keep_text:
+        fields.append(pa.field(TEXT_COLUMN, pa.large_string()))
+    fields += list(scorer_schema)
+    fields += [pa.field(c, pa.bool_()) for c in threshold_columns]
+    return pa.schema(fields)
+
+
+__all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN", "InputSpec",
+           "example_schema", "normalize", "resolve_inputs"]
