@@ -58,7 +58,7 @@ def _measures(metrics: Sequence[str], thresholds: Sequence[Threshold]) -> list[_
 
 
 def value_columns(metrics: Sequence[str], thresholds: Sequence[Threshold] = ()) -> list[str]:
-    """The per-example columns an aggregate reads (numeric and bool only)."""
+    """Return the per-example columns an aggregate reads (numeric and bool only)."""
     return [m.column for m in _measures(metrics, thresholds)]
 
 
@@ -67,6 +67,7 @@ def exact_mean(values: np.ndarray) -> float:
 
     Args:
         values: float64 array of shape (n,), n >= 1.
+
     """
     return math.fsum(values.tolist()) / len(values)
 
@@ -82,6 +83,7 @@ def bootstrap_means(values: np.ndarray, *, n_bootstrap: int, rng: np.random.Gene
 
     Returns:
         float64 array of shape (n_bootstrap, k): row r holds the column means of resample r.
+
     """
     n, k = values.shape
     out = np.empty((n_bootstrap, k), dtype=np.float64)
@@ -149,6 +151,7 @@ def aggregate(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str
 
     Raises:
         InputError: no rows, or a missing column.
+
     """
     n = table.num_rows
     if n == 0:
@@ -181,7 +184,7 @@ def aggregate(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str
         means, ci = _summarize(values, n_bootstrap=n_bootstrap, confidence=confidence, rng=rng)
         for j, m in enumerate(measures):
             out["scope"].append(scope)
-            for name, v in zip(group_by, key):
+            for name, v in zip(group_by, key, strict=True):
                 out[name].append(v)
             out["metric"].append(m.metric)
             out["measure"].append(m.measure)

@@ -66,6 +66,7 @@ class ScoreRun:
         signature: the run's signature string.
         aggregate: the aggregate table (as written to ``aggregate.parquet``).
         manifest: the manifest (as written to ``manifest.json``).
+
     """
 
     output: str
@@ -118,6 +119,7 @@ def score(
             reverse), duplicate ids, empty references.
         OutputExistsError: a complete output exists and ``overwrite`` is False.
         ExecutionError: Ray or the storage failed.
+
     """
     from pipeline import __version__
     from pipeline.aggregate import aggregate, value_columns
@@ -125,8 +127,14 @@ def score(
     from pipeline.io.files import locate
     from pipeline.io.read import read_columns
     from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
-    from pipeline.io.write import AGGREGATE_FILE, EXAMPLES_DIR, MANIFEST_FILE, OutputDir, \
-        write_json, write_parquet
+    from pipeline.io.write import (
+        AGGREGATE_FILE,
+        EXAMPLES_DIR,
+        MANIFEST_FILE,
+        OutputDir,
+        write_json,
+        write_parquet,
+    )
 
     cfg = config or ScoreConfig()
     run_id = check_run_id(run_id) if run_id is not None else new_run_id()
@@ -219,16 +227,18 @@ _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def new_run_id() -> str:
-    """A fresh run id: UTC time to the second and 6 random hex digits."""
+    """Make a fresh run id: UTC time to the second and 6 random hex digits."""
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
 def check_run_id(run_id: str) -> str:
-    """Return ``run_id`` if it is 1-128 letters, digits, ``.``, ``_`` or ``-`` (first not
-    punctuation), so it is safe in file names and paths.
+    """Return ``run_id`` if it is safe in file names and paths.
+
+    Safe: 1-128 letters, digits, ``.``, ``_`` or ``-``, the first a letter or digit.
 
     Raises:
         ConfigError: any other run id.
+
     """
     if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
         raise ConfigError(f"run id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-', "

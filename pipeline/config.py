@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.scoring import DEFAULT_METRICS, MEASURES, MULTI_REFERENCE_RULES, Scorer
+from pipeline.scoring import DEFAULT_METRICS, MEASURES, Scorer
 from pipeline.signature import Signature, build_signature
-from pipeline.tokenizers import STEMMERS, TOKENIZERS
 
 ENGINES = ("ray", "local")
 DEFAULT_SEED = 12345
@@ -35,6 +34,7 @@ class Threshold:
         metric: a metric name of the run, e.g. ``rougeL``.
         measure: ``precision``, ``recall`` or ``fmeasure``.
         at: the threshold, in [0, 1].
+
     """
 
     metric: str
@@ -55,6 +55,7 @@ class Threshold:
 
         Raises:
             ConfigError: malformed text, unknown measure or a value outside [0, 1].
+
         """
         match = re.fullmatch(r"\s*([A-Za-z0-9]+)\.([a-z]+)\s*=\s*([^\s]+)\s*", text)
         if not match:
@@ -107,6 +108,7 @@ class ScoreConfig:
 
     Raises:
         ConfigError: any invalid value (named by its key).
+
     """
 
     id_column: str = "id"
@@ -167,19 +169,21 @@ class ScoreConfig:
             raise ConfigError(f"partition_rows: expected >= 1, got {self.partition_rows}")
 
     def scorer(self) -> Scorer:
-        """A :class:`pipeline.scoring.Scorer` with this run's scoring settings.
+        """Build a :class:`pipeline.scoring.Scorer` with this run's scoring settings.
 
         Raises:
             ConfigError: unknown metric, tokenizer, stemmer or rule.
+
         """
         return Scorer(metrics=self.metrics, tokenizer=self.tokenizer, stemmer=self.stemmer,
                       case_sensitive=self.case_sensitive, multi_reference=self.multi_reference)
 
     def signature(self, *, n_references: int | str) -> Signature:
-        """The run's signature (see :mod:`pipeline.signature`).
+        """Return the run's signature (see :mod:`pipeline.signature`).
 
         Args:
             n_references: references per example, or ``"var"`` when it varies.
+
         """
         return build_signature(metrics=self.metrics, tokenizer=self.tokenizer,
                                stemmer=self.stemmer, case_sensitive=self.case_sensitive,
@@ -188,11 +192,11 @@ class ScoreConfig:
                                seed=self.seed)
 
     def resolved_address(self) -> str | None:
-        """The Ray address to connect to: ``address``, else ``RAY_ADDRESS``, else None (local)."""
+        """Return the Ray address: ``address``, else ``RAY_ADDRESS``, else None (local)."""
         return self.address or os.environ.get("RAY_ADDRESS") or None
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as plain YAML/JSON values, keyed as in the config file."""
+        """Return the settings as plain YAML/JSON values, keyed as in the config file."""
         out = asdict(self)
         out["metrics"] = list(self.metrics)
         out["group_by"] = list(self.group_by)
@@ -216,7 +220,7 @@ def _as_opt_str(key: str, value: Any) -> str | None:
 
 
 def _as_names(key: str, value: Any) -> tuple[str, ...]:
-    """A list of names from a YAML list or a comma-separated string."""
+    """Read a list of names from a YAML list or a comma-separated string."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -316,6 +320,7 @@ def load_config_file(path: str) -> dict[str, Any]:
 
     Raises:
         ConfigError: unreadable file, invalid YAML, not a mapping, or an unknown key.
+
     """
     import yaml
 
@@ -358,6 +363,7 @@ def resolve_config(*layers: Mapping[str, Any] | None) -> ScoreConfig:
 
     Raises:
         ConfigError: unknown key or invalid value.
+
     """
     merged: dict[str, Any] = {}
     for layer in layers:

@@ -17,13 +17,17 @@ class Runner(Protocol):
 
     Attributes:
         name: ``local`` or ``ray``.
+
     """
 
     name: str
 
     def submit(self, fn: Callable[..., Any], *args: Any, num_returns: int = 1) -> Any:
-        """Schedule ``fn(*args)``; returns a handle, or a list of ``num_returns`` handles
-        when ``num_returns > 1`` (``fn`` then returns a sequence of that length)."""
+        """Schedule ``fn(*args)``.
+
+        Returns a handle, or a list of ``num_returns`` handles when ``num_returns > 1``
+        (``fn`` then returns a sequence of that length).
+        """
         ...
 
     def as_completed(self, handles: Sequence[Any]) -> Iterator[tuple[int, Any]]:
@@ -32,6 +36,7 @@ class Runner(Protocol):
         Raises:
             PipelineError: the task's own error (e.g. InputError), unchanged.
             ExecutionError: the infrastructure failed (lost worker after retries, ...).
+
         """
         ...
 

@@ -30,6 +30,7 @@ class Unit:
         uri: the file.
         row_groups: row group indices, ascending.
         num_rows: rows in those row groups.
+
     """
 
     side: str
@@ -50,6 +51,7 @@ class Plan:
         prediction_units: units of the predictions.
         reference_units: units of the references.
         n_partitions: ``ceil(prediction rows / partition_rows)``, at least 1.
+
     """
 
     spec: InputSpec
@@ -107,6 +109,7 @@ def make_plan(predictions: str, references: str | None, config: ScoreConfig) -> 
     Raises:
         InputError: missing or unreadable files, missing or mistyped columns, no rows.
         ConfigError: a ride-along column named like an output column.
+
     """
     pred_files = tuple(read_footers(list_parquet_files(predictions, what="predictions"),
                                     what="predictions"))

@@ -1,5 +1,7 @@
-"""The Ray engine: each task function runs as a Ray task; intermediate tables stay in Ray's
-object store (spilled to disk under its temp dir when memory runs short).
+"""The Ray engine: each task function runs as a Ray task.
+
+Intermediate tables stay in Ray's object store (spilled to disk under its temp dir when
+memory runs short).
 
 A local instance is started quietly: no dashboard, no usage stats, logging at ERROR, token
 authentication off for this embedded single-machine instance (so no token file is written
@@ -44,6 +46,7 @@ class LocalRay:
 
     Raises:
         ExecutionError: Ray could not start.
+
     """
 
     def __init__(self, *, num_cpus: int | None = None) -> None:
@@ -78,7 +81,7 @@ class LocalRay:
 
 
 def package_runtime_env(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A Ray ``runtime_env`` that ships this package to the workers (``py_modules``).
+    """Build a Ray ``runtime_env`` that ships this package to the workers (``py_modules``).
 
     The bundled data and compiled-kernel caches are left out. ``extra`` (e.g. ``pip``) is
     merged in; its own ``py_modules`` are kept after ours.
@@ -104,6 +107,7 @@ class RayRunner:
 
     Raises:
         ExecutionError: Ray could not start or the cluster could not be reached.
+
     """
 
     name = "ray"

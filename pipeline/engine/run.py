@@ -44,6 +44,7 @@ class Execution:
         parts: one per partition, in partition order.
         seconds: wall seconds per stage (``read_check``, ``score``).
         task_seconds: seconds spent inside tasks per stage, summed over tasks.
+
     """
 
     signature: Signature
@@ -55,7 +56,7 @@ class Execution:
 
 
 def scoring_settings(config: ScoreConfig) -> ScoringSettings:
-    """The picklable scoring settings workers need."""
+    """Return the picklable scoring settings workers need."""
     return ScoringSettings(metrics=config.metrics, tokenizer=config.tokenizer,
                            stemmer=config.stemmer, case_sensitive=config.case_sensitive,
                            multi_reference=config.multi_reference,
@@ -94,6 +95,7 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
         InputError: problems found while joining (every partition checked first: counts are
             complete and at most 5 ids per problem are named).
         ExecutionError: the engine failed.
+
     """
     spec = plan.spec
     n = plan.n_partitions
@@ -143,10 +145,11 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
 
 
 def make_runner(config: ScoreConfig) -> Runner:
-    """The runner the settings ask for: in-process, a local Ray, or a Ray cluster.
+    """Start the runner the settings ask for: in-process, a local Ray, or a Ray cluster.
 
     Raises:
         ExecutionError: Ray could not start or the cluster could not be reached.
+
     """
     if config.engine == "local":
         from pipeline.engine.local import LocalRunner

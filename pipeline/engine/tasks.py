@@ -63,6 +63,7 @@ class ScoringSettings:
         metrics, tokenizer, stemmer, case_sensitive, multi_reference: as in
             :class:`pipeline.scoring.Scorer`.
         thresholds: pass/fail gates, one ``passed_...`` column each.
+
     """
 
     metrics: tuple[str, ...]
@@ -129,6 +130,7 @@ class PartitionCheck:
         min_references, max_references: references per example (0 and 0 when empty).
         problems: what would stop the run.
         seconds: time spent in the task.
+
     """
 
     index: int
@@ -151,6 +153,7 @@ class PartitionResult:
         n_null_predictions: null predictions (scored as empty texts).
         n_zero_token_texts: non-empty texts that produced no token.
         seconds: time spent in the task.
+
     """
 
     index: int
@@ -171,6 +174,7 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
 
     Raises:
         InputError: the file cannot be read, or its ids contain nulls (names the file).
+
     """
     columns = (spec.prediction_read_columns if unit.side == "predictions"
                else spec.reference_read_columns)
@@ -196,6 +200,7 @@ def split_unit(spec: InputSpec, unit: Unit, n_partitions: int) -> list[pa.Table]
 
     Raises:
         InputError: as :func:`read_unit`.
+
     """
     table = read_unit(spec, unit)
     return split_by_partition(table, partition_of(table.column(spec.id_column), n_partitions),
@@ -281,6 +286,7 @@ def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
         index: the partition.
         n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
         pieces: this partition's table from every prediction unit, then every reference unit.
+
     """
     start = time.perf_counter()
     joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
@@ -309,6 +315,7 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
 
     Raises:
         InputError: the partition has a problem (the check stage should have caught it).
+
     """
     start = time.perf_counter()
     joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])

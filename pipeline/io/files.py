@@ -31,6 +31,7 @@ class Location:
         path: the path on ``fs`` (no scheme).
         uri: the form a user (and a worker) can resolve again: the local absolute path, or
             ``scheme://path``.
+
     """
 
     fs: pafs.FileSystem
@@ -38,7 +39,7 @@ class Location:
     uri: str
 
     def child(self, name: str) -> Location:
-        """The location of ``name`` (may contain ``/``) below this one."""
+        """Return the location of ``name`` (may contain ``/``) below this one."""
         return Location(self.fs, posixpath.join(self.path, name),
                         self.uri.rstrip("/") + "/" + name)
 
@@ -63,6 +64,7 @@ def locate(uri: str) -> Location:
 
     Raises:
         InputError: a scheme neither pyarrow nor fsspec can open.
+
     """
     scheme = _scheme(uri)
     if not scheme:
@@ -84,7 +86,7 @@ def locate(uri: str) -> Location:
 
 
 def list_parquet_files(uri: str, *, what: str) -> list[Location]:
-    """The Parquet files a user means by ``uri``, in sorted path order.
+    """List the Parquet files a user means by ``uri``, in sorted path order.
 
     Args:
         uri: a file; a directory (every ``*.parquet`` below it, recursively, skipping names
@@ -97,6 +99,7 @@ def list_parquet_files(uri: str, *, what: str) -> list[Location]:
 
     Raises:
         InputError: nothing exists at ``uri`` or it holds no Parquet file.
+
     """
     if any(c in uri for c in _GLOB_CHARS):
         return _glob(uri, what=what)

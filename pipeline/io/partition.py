@@ -52,6 +52,7 @@ def hash_ids(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     Raises:
         TypeError: ids of another type, or with nulls.
+
     """
     if isinstance(ids, pa.ChunkedArray):
         ids = ids.combine_chunks()
@@ -84,6 +85,7 @@ def partition_of(ids: pa.Array | pa.ChunkedArray, n_partitions: int) -> np.ndarr
 
     Returns:
         int64 array of shape (N,), values in ``[0, n_partitions)``.
+
     """
     if n_partitions == 1:
         return np.zeros(len(ids), dtype=np.int64)
@@ -102,6 +104,7 @@ def split_by_partition(table: pa.Table, partitions: np.ndarray, n_partitions: in
     Returns:
         ``n_partitions`` tables (some may be empty) whose rows are those of ``table`` with
         that partition index, in their original order.
+
     """
     if n_partitions == 1:
         return [table]

@@ -27,6 +27,7 @@ class InputFile:
         num_rows: rows in the file.
         row_group_rows: rows per row group, in file order (sums to ``num_rows``).
         schema: the Arrow schema.
+
     """
 
     uri: str
@@ -45,6 +46,7 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
 
     Raises:
         InputError: the file cannot be opened or is not Parquet (names the file).
+
     """
     try:
         size = loc.fs.get_file_info(loc.path).size
@@ -63,6 +65,7 @@ def read_footers(locations: Sequence[Location], *, what: str) -> list[InputFile]
 
     Raises:
         InputError: the first unreadable file, by name.
+
     """
     if len(locations) <= 1:
         return [read_footer(loc, what=what) for loc in locations]
@@ -80,6 +83,7 @@ def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str])
 
     Raises:
         InputError: the file cannot be read (names the file).
+
     """
     loc = locate(uri)
     try:
@@ -97,6 +101,7 @@ def read_columns(locations: Sequence[Location], columns: Sequence[str]) -> pa.Ta
 
     Raises:
         InputError: a file cannot be read.
+
     """
     tables = []
     for loc in locations:

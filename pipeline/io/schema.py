@@ -47,6 +47,7 @@ class InputSpec:
         carry_columns: predictions columns copied to the examples (group-by first).
         carry_types: their Arrow types, as in the input.
         keep_text: copy the prediction text to the examples.
+
     """
 
     id_column: str
@@ -70,7 +71,7 @@ class InputSpec:
         return () if self.layout == "inline" else (self.id_column, self.reference_column)
 
     def id_type(self) -> pa.DataType:
-        """The normalized id type (``large_string`` or ``int64``)."""
+        """Return the normalized id type (``large_string`` or ``int64``)."""
         return pa.large_string() if self.id_kind == "string" else pa.int64()
 
 
@@ -92,10 +93,11 @@ def _id_kind(t: pa.DataType) -> str | None:
 
 def _column_type(files: Sequence[InputFile], column: str, *, what: str,
                  ) -> pa.DataType:
-    """The column's type, the same in every file.
+    """Return the column's type, checking it is the same in every file.
 
     Raises:
         InputError: a file lacks the column (lists the columns it has) or types differ.
+
     """
     first: tuple[str, pa.DataType] | None = None
     for f in files:
@@ -139,6 +141,7 @@ def resolve_inputs(config: ScoreConfig, predictions: Sequence[InputFile],
         InputError: a missing column (naming the file and the columns it has), a column of
             the wrong type, or types differing between files.
         ConfigError: a ride-along column named like an output column.
+
     """
     id_col = config.id_column
     pred_col = config.prediction_column
@@ -209,6 +212,7 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
         table: columns ``spec.prediction_read_columns`` or ``spec.reference_read_columns``.
         spec: the resolved inputs.
         side: ``predictions`` or ``references``.
+
     """
     text_list = pa.large_list(pa.large_string())
     casts = {spec.id_column: spec.id_type()}
@@ -219,7 +223,7 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
     else:
         casts[spec.reference_column] = text_list if spec.layout == "list" else pa.large_string()
     columns = []
-    for name, col in zip(table.column_names, table.columns):
+    for name, col in zip(table.column_names, table.columns, strict=True):
         target = casts.get(name)
         columns.append(col if target is None or col.type == target else pc.cast(col, target))
     return pa.table(columns, names=table.column_names)
@@ -227,7 +231,7 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
 
 def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
                    threshold_columns: Sequence[str]) -> pa.Schema:
-    """Schema of ``examples/part-*.parquet``.
+    """Return the schema of ``examples/part-*.parquet``.
 
     Columns: ``run_id`` (string), the id (``large_string`` or ``int64``), ride-along columns
     (input types), the prediction text when kept (``prediction``, ``large_string``), the
@@ -235,7 +239,8 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
     (``n_references`` and the per-metric columns), then one bool ``passed_...`` per threshold.
     """
     fields = [pa.field(RUN_ID_COLUMN, pa.string()), pa.field(spec.id_column, spec.id_type())]
-    fields += [pa.field(c, t) for c, t in zip(spec.carry_columns, spec.carry_types)]
+    fields += [pa.field(c, t)
+               for c, t in zip(spec.carry_columns, spec.carry_types, strict=True)]
     if spec.keep_text:
         fields.append(pa.field(TEXT_COLUMN, pa.large_string()))
     fields += list(scorer_schema)

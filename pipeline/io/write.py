@@ -53,6 +53,7 @@ def write_parquet(table: pa.Table, loc: Location, *,
 
     Raises:
         ExecutionError: the storage refused the write.
+
     """
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
@@ -70,6 +71,7 @@ def write_text(text: str, loc: Location) -> None:
 
     Raises:
         ExecutionError: the storage refused the write.
+
     """
     tmp = _tmp_name(loc)
     try:
@@ -95,6 +97,7 @@ class OutputDir:
     Raises:
         OutputExistsError: (from :meth:`prepare`) a complete output exists and ``overwrite``
             is False, or the destination is something else than an overlap output.
+
     """
 
     def __init__(self, uri: str, *, overwrite: bool) -> None:
@@ -107,7 +110,7 @@ class OutputDir:
         self.overwrite = overwrite
 
     def is_complete(self) -> bool:
-        """True when the destination holds a published run (``_SUCCESS`` present)."""
+        """Tell whether the destination holds a published run (``_SUCCESS`` present)."""
         return _exists(self.final.child(SUCCESS_FILE)) == pafs.FileType.File
 
     def prepare(self) -> None:
@@ -116,6 +119,7 @@ class OutputDir:
         Raises:
             OutputExistsError: see the class.
             ExecutionError: the storage refused.
+
         """
         self._check_destination()
         try:
@@ -144,11 +148,11 @@ class OutputDir:
                 hint="choose a new or empty directory")
 
     def staged(self, name: str) -> Location:
-        """The staging location of an output file (``name`` relative to the run dir)."""
+        """Return the staging location of an output file (``name`` relative to the run dir)."""
         return self.staging.child(name)
 
     def published(self, name: str) -> Location:
-        """The final location of an output file."""
+        """Return the final location of an output file."""
         return self.final.child(name)
 
     def publish(self, *, run_id: str) -> None:
@@ -157,6 +161,7 @@ class OutputDir:
         Raises:
             OutputExistsError: a complete output appeared meanwhile (without overwrite).
             ExecutionError: the storage refused.
+
         """
         self._check_destination()
         fs = self.final.fs
