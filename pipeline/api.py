@@ -27,6 +27,7 @@ def score_texts(
     stemmer: str = "none",
     case_sensitive: bool = False,
     multi_reference: str = "max",
+    sentence_split: str = "newline",
 ) -> pd.DataFrame:
     """Score predictions against references in memory (for notebooks and small jobs).
 
@@ -41,6 +42,7 @@ def score_texts(
         stemmer: ``none`` or ``porter``.
         case_sensitive: keep case.
         multi_reference: ``max``, ``mean``, ``pooled`` or ``best-recall``.
+        sentence_split: ``newline`` (rouge-score) or ``punctuation`` (for rougeLsum).
 
     Returns:
         A DataFrame with N rows in input order and the columns of
@@ -51,7 +53,8 @@ def score_texts(
         ValueError: predictions and references differ in length.
     """
     scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
-                    case_sensitive=case_sensitive, multi_reference=multi_reference)
+                    case_sensitive=case_sensitive, multi_reference=multi_reference,
+                    sentence_split=sentence_split)
     refs = [[r] if isinstance(r, str) else list(r) for r in references]
     return scorer.score_batch(list(predictions), refs).table.to_pandas()
 
@@ -178,6 +181,7 @@ def score(
             "finished_at": None,
             "version": __version__,
             "signature": signature,
+            "output": out.final.uri,
             "config": cfg.to_dict(),
             "engine": engine,
             "inputs": {

@@ -23,12 +23,20 @@ from pipeline.tokenizers import STEMMERS, TOKENIZERS, Tokenizer, get_tokenizer, 
 METRICS = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 MULTI_REFERENCE_RULES = ("max", "mean", "pooled", "best-recall")
+SENTENCE_SPLITS = ("newline", "punctuation")
+# sentence_split="punctuation": a line break after . ! or ? followed by white space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SEVERAL_SENTENCES = re.compile(r"[.!?]\s+\S")
 MEASURES = ("precision", "recall", "fmeasure")
 STATISTICS = ("matches", "prediction_units", "reference_units")
 
 
 class ZeroTokenWarning(UserWarning):
     """Non-empty texts produced no tokens (e.g. non-Latin text under ``rouge-score``)."""
+
+
+class SentenceSplitWarning(UserWarning):
+    """rougeLsum was asked for texts with several sentences on one line (it then equals rougeL)."""
 
 
 def _metric_code(name: str) -> int:
@@ -104,6 +112,9 @@ class Scorer:
             references, prediction units counted once per reference;
             ``best-recall``: ROUGE-1.5.5 ``-f B``: the reference with the highest recall,
             first on ties.
+        sentence_split: how rougeLsum finds sentences: ``newline`` (rouge-score: lines of
+            the text) or ``punctuation`` (also a break after ``.``, ``!`` or ``?`` followed by
+            white space; a deviation that works offline, unlike rouge-score's NLTK punkt).
 
     Raises:
         ConfigError: unknown metric, tokenizer, stemmer or rule.
@@ -114,6 +125,7 @@ class Scorer:
     stemmer: str = "none"
     case_sensitive: bool = False
     multi_reference: str = "max"
+    sentence_split: str = "newline"
     _codes: np.ndarray = field(init=False, repr=False, compare=False)
     _tokenizer: Tokenizer = field(init=False, repr=False, compare=False)
 
@@ -136,6 +148,16 @@ class Scorer:
                 f"unknown multi-reference rule {self.multi_reference!r}; choose one of "
                 f"{', '.join(MULTI_REFERENCE_RULES)}",
                 hint=did_you_mean(self.multi_reference, MULTI_REFERENCE_RULES))
+        if self.sentence_split not in SENTENCE_SPLITS:
+            raise ConfigError(
+                f"unknown sentence split {self.sentence_split!r}; choose one of "
+                f"{', '.join(SENTENCE_SPLITS)}",
+                hint=did_you_mean(self.sentence_split, SENTENCE_SPLITS))
+
+    def signature_extra(self) -> dict[str, str]:
+        """Signature fields for settings that deviate from rouge-score beyond the named
+        tokenizer/stemmer/case/rule fields (empty for the defaults)."""
+        return {"split": "punct"} if self.sentence_split == "punctuation" else {}
 
     def output_schema(self) -> pa.Schema:
         """Schema of :attr:`ScoredBatch.table` for this scorer's metrics."""
@@ -167,15 +189,31 @@ class Scorer:
 
         Raises:
             ValueError: predictions and references differ in length.
+            TypeError: a bare string where a list of texts belongs (it would otherwise be
+                scored character by character).
         """
+        if isinstance(predictions, str):
+            raise TypeError("predictions must be a list of texts, not a str")
         preds = predictions.to_pylist() if isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
             else list(predictions)
         n_refs, flat_refs = _flatten_references(references)
         if len(n_refs) != len(preds):
             raise ValueError(f"{len(preds)} predictions but {len(n_refs)} reference lists")
         n = len(preds)
-        batch = tokenize_batch(preds + flat_refs, tokenizer=self._tokenizer,
-                               stemmer=self.stemmer)
+        texts = preds + flat_refs
+        if ROUGE_LSUM in self._codes:
+            if self.sentence_split == "punctuation":
+                texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
+            else:
+                one_line = sum(1 for t in texts
+                               if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
+                if one_line:
+                    warnings.warn(
+                        f"{one_line} texts have several sentences but no newline: rougeLsum "
+                        "splits sentences on '\\n' only, so for them it equals rougeL (put one "
+                        "sentence per line, or use sentence_split='punctuation')",
+                        SentenceSplitWarning, stacklevel=2)
+        batch = tokenize_batch(texts, tokenizer=self._tokenizer, stemmer=self.stemmer)
         if batch.n_zero_token_texts:
             hint = (" (try tokenizer 'unicode')"
                     if self.tokenizer != "unicode" else "")
@@ -204,6 +242,12 @@ def _flatten_references(references) -> tuple[np.ndarray, list[str | None]]:
         offsets = np.asarray(lists.offsets, dtype=np.int64)
         flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
         return np.diff(offsets), flat
+    if isinstance(references, str):
+        raise TypeError("references must be a list of reference texts per prediction, not a str")
+    for i, r in enumerate(references):
+        if isinstance(r, str):
+            raise TypeError("references must hold a list of reference texts per prediction; "
+                            f"item {i} is a str")
     n_refs = np.fromiter((0 if r is None else len(r) for r in references), dtype=np.int64)
     return n_refs, [t for r in references if r is not None for t in r]
 
@@ -277,5 +321,6 @@ def combine_references(stats: np.ndarray, n_refs: np.ndarray, *, rule: str) -> d
     }
 
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "MULTI_REFERENCE_RULES", "Scorer", "ScoredBatch",
-           "TOKENIZERS", "ZeroTokenWarning", "combine_references", "fmeasure"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "MULTI_REFERENCE_RULES", "SENTENCE_SPLITS", "Scorer",
+           "ScoredBatch", "SentenceSplitWarning", "TOKENIZERS", "ZeroTokenWarning",
+           "combine_references", "fmeasure"]

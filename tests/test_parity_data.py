@@ -1,0 +1,84 @@
+"""Golden parity: our default scores equal rouge-score 0.1.2's float for float on real data,
+and the ROUGE-1.5.5 multi-reference rules equal the Perl script's figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import Scorer
+
+from .conftest import BUNDLED, ROOT
+
+DATASETS = ["realsumm", "summeval_multiref11", "sl2003_rouge_sample_multiref4",
+            "multiling2011_sacrerouge"]
+METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+
+
+def _ours(examples, **options):
+    scorer = Scorer(metrics=METRICS, **options)
+    table = scorer.score_batch(examples["prediction"].tolist(),
+                               examples["references"].tolist()).table.to_pandas()
+    table.index = examples["id"].values
+    return table
+
+
+def _assert_equal_long(ours, expected, columns):
+    """expected: long rows (id, metric, columns...); every value compared with ==."""
+    assert len(expected) == len(ours) * len(METRICS)
+    for metric in METRICS:
+        e = expected[expected.metric == metric].set_index("id").loc[ours.index]
+        for theirs, mine in columns.items():
+            got = ours[f"{metric}_{mine}"].to_numpy()
+            want = e[theirs].to_numpy()
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, (
+                f"{metric}_{mine}: {bad.size} differ, first {ours.index[bad[0]]}: "
+                f"{got[bad[0]]!r} != {want[bad[0]]!r}")
+
+
+@pytest.mark.parametrize("stemmer", ["none", "porter"])
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_rouge_score_parity_on_shared_data(shared_dir, dataset, stemmer):
+    examples = pq.read_table(shared_dir / "data" / dataset / "examples.parquet").to_pandas()
+    expected = pq.read_table(
+        shared_dir / "data" / dataset / "expected_rouge_score.parquet").to_pandas()
+    ours = _ours(examples, stemmer=stemmer)
+    _assert_equal_long(ours, expected[expected.stemmer == stemmer],
+                       {"precision": "precision", "recall": "recall", "fmeasure": "fmeasure"})
+
+
+# ROUGE-1.5.5's -f A is our `pooled`, -f B our `best-recall`; with one reference every
+# rule must give the Perl script's single-reference figures.
+RULE_CASES = [("realsumm", "single", rule) for rule in ("max", "pooled", "best-recall", "mean")]
+RULE_CASES += [(d, mode, rule) for d in DATASETS[1:]
+               for mode, rule in (("A", "pooled"), ("B", "best-recall"))]
+
+
+@pytest.mark.parametrize(("dataset", "mode", "rule"), RULE_CASES)
+def test_rouge155_multi_reference_rules(shared_dir, dataset, mode, rule):
+    path = shared_dir / "data" / dataset
+    expected = pq.read_table(path / "expected_rouge155.parquet").to_pandas()
+    expected = expected[(expected.stemmer == "none") & (expected.multiref_mode == mode)]
+    assert not expected.empty
+    examples = pq.read_table(path / "examples.parquet").to_pandas()
+    ours = _ours(examples, multi_reference=rule)
+    _assert_equal_long(ours, expected, {
+        "precision": "precision", "recall": "recall", "fmeasure": "fmeasure",
+        "hit": "matches", "model_count": "reference_units", "peer_count": "prediction_units"})
+
+
+@pytest.mark.parametrize("stemmer", ["none", "porter"])
+def test_rouge_score_parity_on_bundled_realsumm(stemmer):
+    """Runs without ../shared: the bundled REALSumm shards against rouge-score's values."""
+    preds = pq.read_table(BUNDLED / "predictions").to_pandas()
+    refs = pq.read_table(BUNDLED / "references.parquet").to_pandas()
+    grouped = refs.groupby("id", sort=False)["reference"].apply(list)
+    examples = preds.assign(references=grouped.loc[preds["id"]].to_list())
+    expected = pq.read_table(
+        ROOT / "tests" / "data" / "realsumm_expected_rouge_score.parquet").to_pandas()
+    ours = _ours(examples, stemmer=stemmer)
+    assert len(ours) == 2500
+    _assert_equal_long(ours, expected[expected.stemmer == stemmer],
+                       {"precision": "precision", "recall": "recall", "fmeasure": "fmeasure"})
