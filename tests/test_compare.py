@@ -11,14 +11,6 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_compare_fixtures import (
-    METRICS,
-    realsumm,
-    score,
-    signature,
-    truncate_half,
-    write_run,
-)
 
 from pipeline.cli import main
 from pipeline.compare import (
@@ -29,6 +21,14 @@ from pipeline.compare import (
     resolve_measures,
 )
 from pipeline.errors import ConfigError, InputError, SignatureMismatchError
+from tests.test_compare_fixtures import (
+    METRICS,
+    realsumm,
+    score,
+    signature,
+    truncate_half,
+    write_run,
+)
 
 FMEASURES = [f"{m}.fmeasure" for m in METRICS]
 
@@ -360,6 +360,16 @@ def test_paired_test_properties(pairs, seed):
     assert 1 / 201 <= forward.p_value[0] <= 1.0
     assert forward.ci_low[0] <= forward.ci_high[0]
     assert min(c - b) - 1e-12 <= forward.ci_low[0] and forward.ci_high[0] <= max(c - b) + 1e-12
+
+
+def test_one_and_several_measures_resample_alike():
+    """The gather path (one measure) and the counts path (several) draw the same resamples."""
+    from pipeline.compare import bootstrap_mean_differences
+
+    d = np.random.default_rng(5).normal(size=(300, 3))
+    together = bootstrap_mean_differences(d, n_bootstrap=50, rng=np.random.default_rng(1))
+    alone = bootstrap_mean_differences(d[:, 1:2], n_bootstrap=50, rng=np.random.default_rng(1))
+    assert np.allclose(together[:, 1], alone[:, 0], atol=1e-12)
 
 
 def test_resolve_measures():

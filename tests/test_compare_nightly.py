@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_compare_fixtures import REPO, realsumm, truncate_half
+
+from tests.test_compare_fixtures import REPO, realsumm, truncate_half
 
 SCRIPT = REPO / "scripts" / "nightly.sh"
 FAKE = textwrap.dedent("""
@@ -33,7 +34,7 @@ FAKE = textwrap.dedent("""
         print(f"Error: no such input {{predictions}}", file=sys.stderr)
         sys.exit(2)
     import pandas as pd
-    from test_compare_fixtures import score, write_run
+    from tests.test_compare_fixtures import score, write_run
     frame = score(pd.read_parquet(predictions))
     write_run(out, frame, run_id=run_id, keep_text="--keep-text" in args)
 """)
@@ -43,7 +44,7 @@ FAKE = textwrap.dedent("""
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("nightly")
     fake = root / "fake_overlap.py"
-    fake.write_text(FAKE.format(tests=str(Path(__file__).parent)))
+    fake.write_text(FAKE.format(tests=str(REPO)))
     frame = realsumm().head(500)[["id", "prediction", "reference"]].reset_index(drop=True)
     frame.to_parquet(root / "good.parquet")
     rng = np.random.default_rng(11)

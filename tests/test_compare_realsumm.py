@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from test_compare_fixtures import METRICS, realsumm, score, write_run
 
 from pipeline.cli import main
+from tests.test_compare_fixtures import METRICS, realsumm, score, write_run
 
 BASELINE, CANDIDATE = "presumm_out_abs", "bart_out"
 
