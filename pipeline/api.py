@@ -51,6 +51,7 @@ def score_texts(
     Raises:
         ConfigError: unknown metric, tokenizer, stemmer or rule.
         ValueError: predictions and references differ in length.
+
     """
     scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
                     case_sensitive=case_sensitive, multi_reference=multi_reference,

@@ -60,6 +60,7 @@ def fmeasure(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
     Args:
         precision: float64 array in [0, 1].
         recall: float64 array of the same shape, in [0, 1].
+
     """
     denom = precision + recall
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -87,6 +88,7 @@ class ScoredBatch:
             ``{metric}_reference_units`` (int64) and ``{metric}_reference_index`` (int32; -1
             when the rule pools references or there is none).
         n_zero_token_texts: predictions and references with visible characters but no token.
+
     """
 
     table: pa.Table
@@ -118,6 +120,7 @@ class Scorer:
 
     Raises:
         ConfigError: unknown metric, tokenizer, stemmer or rule.
+
     """
 
     metrics: tuple[str, ...] = DEFAULT_METRICS
@@ -155,8 +158,10 @@ class Scorer:
                 hint=did_you_mean(self.sentence_split, SENTENCE_SPLITS))
 
     def signature_extra(self) -> dict[str, str]:
-        """Signature fields for settings that deviate from rouge-score beyond the named
-        tokenizer/stemmer/case/rule fields (empty for the defaults)."""
+        """Signature fields of deviations not covered by the tok/stem/case/ref fields.
+
+        Empty for rouge-score's behaviour; ``{"split": "punct"}`` for punctuation splitting.
+        """
         return {"split": "punct"} if self.sentence_split == "punctuation" else {}
 
     def output_schema(self) -> pa.Schema:
@@ -191,6 +196,7 @@ class Scorer:
             ValueError: predictions and references differ in length.
             TypeError: a bare string where a list of texts belongs (it would otherwise be
                 scored character by character).
+
         """
         if isinstance(predictions, str):
             raise TypeError("predictions must be a list of texts, not a str")
@@ -252,7 +258,9 @@ def _flatten_references(references) -> tuple[np.ndarray, list[str | None]]:
     return n_refs, [t for r in references if r is not None for t in r]
 
 
-def combine_references(stats: np.ndarray, n_refs: np.ndarray, *, rule: str) -> dict[str, np.ndarray]:
+def combine_references(
+    stats: np.ndarray, n_refs: np.ndarray, *, rule: str
+) -> dict[str, np.ndarray]:
     """Apply a multi-reference rule to per-pair statistics.
 
     Args:
@@ -268,6 +276,7 @@ def combine_references(stats: np.ndarray, n_refs: np.ndarray, *, rule: str) -> d
         chosen reference's; for ``pooled`` and ``mean`` they are sums over references
         (prediction units once per reference) and ``reference_index`` is -1. Examples
         without references score 0 with index -1.
+
     """
     n = len(n_refs)
     k = stats.shape[1]

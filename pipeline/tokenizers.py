@@ -43,6 +43,7 @@ class Tokenizer:
         case_sensitive: when False (the default) text is lowercased (casefolded for
             ``unicode``) before splitting.
         description: the rule in one sentence, for ``--help`` and the README.
+
     """
 
     name: str
@@ -68,6 +69,7 @@ class Tokenizer:
 
         Returns:
             The tokens in text order.
+
         """
         lines = pa.array(self.normalize(text).split("\n"), pa.large_string())
         return [t for line in self.split_lines(lines).to_pylist() for t in line if t]
@@ -154,6 +156,7 @@ def get_tokenizer(name: str, *, case_sensitive: bool = False) -> Tokenizer:
 
     Raises:
         ConfigError: unknown name (with a "did you mean" hint).
+
     """
     if name == "rouge-score":
         if case_sensitive:
@@ -193,6 +196,7 @@ def porter_stem(token: str, *, lowercase: bool = True) -> str:
     Args:
         token: one token.
         lowercase: passed to NLTK's ``stem(to_lowercase=...)``; False for case-sensitive runs.
+
     """
     cache = _STEM_CACHE[lowercase]
     stem = cache.get(token)
@@ -235,6 +239,7 @@ class TokenizedBatch:
             ``text_line_offsets[i]`` to ``text_line_offsets[i + 1]``.
         vocab_size: number of distinct ids.
         n_zero_token_texts: texts with a non-whitespace character that produced no token.
+
     """
 
     tokens: np.ndarray
@@ -263,6 +268,7 @@ def tokenize_batch(
 
     Raises:
         ConfigError: unknown stemmer.
+
     """
     if stemmer not in STEMMERS:
         raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {', '.join(STEMMERS)}",
@@ -279,7 +285,10 @@ def tokenize_batch(
 
     counts = np.diff(line_offsets[text_line_offsets])
     zero = np.flatnonzero(counts == 0)
-    n_zero = sum(1 for i in zero if texts[i] and not texts[i].isspace())
+    n_zero = 0
+    for i in zero.tolist():
+        text = texts[i]
+        n_zero += bool(text and not text.isspace())
     return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
 
 
@@ -319,7 +328,7 @@ class _ArenaStrings(Sequence[str]):
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
-    def __getitem__(self, k):  # type: ignore[override]
+    def __getitem__(self, k):
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
         return self._arena[self._offsets[k]:self._offsets[k + 1]].decode("ascii")

@@ -20,6 +20,7 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
@@ -86,8 +87,8 @@ def run_rouge_score(preds, refs, stem):
 
     scorer = rouge_scorer.RougeScorer(METRICS, use_stemmer=stem)
     if len(refs[0]) == 1:
-        return [scorer.score(r[0], p) for p, r in zip(preds, refs)]
-    return [scorer.score_multi(r, p) for p, r in zip(preds, refs)]
+        return [scorer.score(r[0], p) for p, r in zip(preds, refs, strict=True)]
+    return [scorer.score_multi(r, p) for p, r in zip(preds, refs, strict=True)]
 
 
 def run_rs(preds, refs, stem):
@@ -96,7 +97,7 @@ def run_rs(preds, refs, stem):
     scorer = rouge_score_rs.RougeScorer(METRICS, use_stemmer=stem)
     if len(refs[0]) == 1:
         return scorer.score_batch([r[0] for r in refs], preds)
-    return [scorer.score_multi(r, p) for p, r in zip(preds, refs)]
+    return [scorer.score_multi(r, p) for p, r in zip(preds, refs, strict=True)]
 
 
 def run_ours(preds, refs, stem, batch_size=2048):
@@ -161,11 +162,11 @@ def main() -> int:
         preds, refs = corpus(shape, sizes[shape])
         for stem in (False, True):
             n_rs = rs_sizes[shape]
-            t_rs, *_ = timed(lambda: run_rouge_score(preds[:n_rs], refs[:n_rs], stem), 1)
-            ref_vals = flatten_peer(run_rouge_score(preds[:n_rs], refs[:n_rs], stem))
-            t_rsrs, lo_rsrs, hi_rsrs, res_rsrs = timed(lambda: run_rs(preds, refs, stem),
-                                                       args.repeats)
-            t_ours, lo_ours, hi_ours, res_ours = timed(lambda: run_ours(preds, refs, stem),
+            t_rs, _, _, res_rs = timed(
+                partial(run_rouge_score, preds[:n_rs], refs[:n_rs], stem), 1)
+            ref_vals = flatten_peer(res_rs)
+            t_rsrs, _, _, res_rsrs = timed(partial(run_rs, preds, refs, stem), args.repeats)
+            t_ours, lo_ours, hi_ours, res_ours = timed(partial(run_ours, preds, refs, stem),
                                                        args.repeats)
             ours = flatten_ours(res_ours, len(preds))
             rsrs = flatten_peer(res_rsrs)

@@ -134,6 +134,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
 
     Memory: scratch proportional to the longest text, plus bit tables of at most
     ``BIT_WORDS_MAX`` words; longer texts fall back to O(length) int32 kernels.
+
     """
     n_pairs = pair_pred.shape[0]
     n_metrics = orders.shape[0]

@@ -1,8 +1,9 @@
 """Compiled tokenization of ASCII byte buffers into integer ids (rouge-score's rule).
 
 Input is the batch's texts translated to bytes in which every separator is a space, line
-breaks are ``\\n`` and a NUL may end a text, so a token is a maximal run of other bytes. Ids are assigned in order of first occurrence through an open-addressing table that
-compares token bytes exactly (the hash only places them).
+breaks are ``\\n`` and a NUL may end a text, so a token is a maximal run of other bytes.
+Ids are assigned in order of first occurrence through an open-addressing table that compares
+token bytes exactly (the hash only places them).
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def tokenize_bytes(buf, text_offsets):
     Args:
         buf: uint8, shape (B,), the texts concatenated; bytes 32 (space) and 0 (NUL)
             separate tokens, 10 (newline) also ends a line.
-        text_offsets: int64, shape (N + 1,), text i is ``buf[text_offsets[i]:text_offsets[i+1]]``.
+        text_offsets: int64, shape (N + 1,), text i is
+            ``buf[text_offsets[i]:text_offsets[i+1]]``.
 
     Returns:
         ``(ids, line_offsets, text_line_offsets, arena, vocab_offsets)``: int32 token ids
@@ -130,6 +132,7 @@ def tokenize_bytes(buf, text_offsets):
         (N + 1,), and the distinct tokens' bytes in order of first occurrence: id k is
         ``arena[vocab_offsets[k]:vocab_offsets[k + 1]]``. A text has one line more than it
         has newlines.
+
     """
     n_texts = text_offsets.shape[0] - 1
     n_lines = n_texts

@@ -24,12 +24,15 @@ def lcs_length(tokens, a_start, a_len, b_start, b_len, row):
 
     Args:
         tokens: int32 token ids, shape (T,).
-        a_start, a_len: first sequence (the reference in rouge-score's table).
-        b_start, b_len: second sequence (the prediction).
+        a_start: start of the first sequence (the reference in rouge-score's table).
+        a_len: its length.
+        b_start: start of the second sequence (the prediction).
+        b_len: its length.
         row: int32 scratch, shape >= b_len + 1.
 
     Returns:
         LCS length in tokens, 0 <= length <= min(a_len, b_len).
+
     """
     if a_len == 0 or b_len == 0:
         return 0
@@ -93,14 +96,17 @@ def lcs_mark(tokens, a_start, a_len, b_start, b_len, mark, tab):
 
     Args:
         tokens: int32 token ids, shape (T,).
-        a_start, a_len: the reference sentence.
-        b_start, b_len: the prediction sentence.
+        a_start: start of the reference sentence (rows).
+        a_len: its length.
+        b_start: start of the prediction sentence (columns).
+        b_len: its length.
         mark: bool, shape >= a_len; ``mark[i]`` is set True for each reference position
             ``i`` on the LCS (others are left as they are, so marks accumulate into a union).
         tab: int32 scratch of at least ``FULL_TABLE_MAX_CELLS`` cells.
 
     Memory: the whole (a_len + 1) x (b_len + 1) table when it fits in ``tab``; otherwise
     ~2 * sqrt(a_len) rows of checkpoints and one block, with every row computed twice.
+
     """
     if a_len == 0 or b_len == 0:
         return
@@ -173,13 +179,15 @@ def build_masks(tokens, start, length, loc, masks):
 
     Args:
         tokens: int32 token ids.
-        start, length: the column sequence's slice of ``tokens``.
+        start: start of the column sequence in ``tokens``.
+        length: its length.
         loc: int32 scratch indexed by token id, all -1 on entry; on return ``loc[t]`` is the
             mask row of each token of the slice (undo with :func:`clear_masks`).
         masks: uint64 scratch, shape (>= distinct tokens, >= ceil(length / 64)).
 
     Returns:
         The number of distinct tokens (mask rows used).
+
     """
     n_words = (length + 63) >> 6
     n_local = 0
@@ -242,13 +250,16 @@ def lcs_length_bits(tokens, a_start, a_len, b_len, loc, masks, v):
 
     Args:
         tokens: int32 token ids.
-        a_start, a_len: the row sequence (rouge-score's reference).
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length.
         b_len: length of the column sequence (the prediction) given to :func:`build_masks`.
-        loc, masks: as filled by :func:`build_masks` for the column sequence.
+        loc: token -> mask row, as filled by :func:`build_masks` for the column sequence.
+        masks: match masks, as filled by :func:`build_masks`.
         v: uint64 scratch, shape >= ceil(b_len / 64).
 
     Returns:
         LCS length, 0 <= length <= min(a_len, b_len).
+
     """
     if a_len == 0 or b_len == 0:
         return 0
@@ -266,12 +277,16 @@ def lcs_mark_bits(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mark
 
     Args:
         tokens: int32 token ids.
-        a_start, a_len: the reference sentence (rows).
-        b_start, b_len: the prediction sentence (columns), whose masks are built.
-        loc, masks: as filled by :func:`build_masks` for the prediction sentence.
+        a_start: start of the reference sentence (rows).
+        a_len: its length.
+        b_start: start of the prediction sentence (columns), whose masks are built.
+        b_len: its length.
+        loc: token -> mask row, as filled by :func:`build_masks` for the prediction sentence.
+        masks: match masks, as filled by :func:`build_masks`.
         rows: uint64 scratch, shape >= (a_len + 1) * ceil(b_len / 64).
         mark: bool, indexed like ``a`` (``mark[i]`` for reference position i); set True on
             the LCS, left unchanged elsewhere.
+
     """
     if a_len == 0 or b_len == 0:
         return

@@ -37,8 +37,10 @@ def ngram_matches(tokens, pred_start, pred_len, ref_start, ref_len, n, slot_pos,
 
     Args:
         tokens: int32 token ids of the whole batch, shape (T,).
-        pred_start, pred_len: the prediction's slice of ``tokens``.
-        ref_start, ref_len: the reference's slice of ``tokens``.
+        pred_start: start of the prediction in ``tokens``.
+        pred_len: its length.
+        ref_start: start of the reference in ``tokens``.
+        ref_len: its length.
         n: n-gram order, >= 1.
         slot_pos: int64 scratch hash table, shape (C,), C a power of two >= 2 * ref n-grams,
             all entries -1 on entry and on return.
@@ -47,6 +49,7 @@ def ngram_matches(tokens, pred_start, pred_len, ref_start, ref_len, n, slot_pos,
 
     Returns:
         Clipped matches, 0 <= matches <= min(prediction n-grams, reference n-grams).
+
     """
     n_ref = ref_len - n + 1
     n_pred = pred_len - n + 1

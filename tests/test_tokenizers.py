@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rouge_score import tokenize as rs_tokenize
+
+from pipeline.errors import ConfigError, ExecutionError, InputError, OutputExistsError
+from pipeline.tokenizers import get_tokenizer, porter_stem, tokenize_batch
+
+
+@pytest.mark.parametrize(("name", "options", "text", "tokens"), [
+    ("rouge-score", {}, "It's 3.5% of the U.S. budget", ["it", "s", "3", "5", "of", "the",
+                                                          "u", "s", "budget"]),
+    ("rouge-score", {}, "İstanbul \u212aelvin café", ["i", "stanbul", "kelvin", "caf"]),
+    ("rouge-score", {"case_sensitive": True}, "The Cat's", ["The", "Cat", "s"]),
+    ("unicode", {}, "Straße ΟΔΟΣ", ["strasse", "οδοσ"]),
+    ("unicode", {}, "नमस्ते दुनिया", ["नमस्ते", "दुनिया"]),  # vowel signs stay in the word
+    ("unicode", {}, "我们 go!", ["我", "们", "go"]),
+    ("unicode", {}, "ｆｕｌｌ　ｗｉｄｔｈ", ["full", "width"]),  # NFKC
+    ("unicode", {"case_sensitive": True}, "Der Hund", ["Der", "Hund"]),
+    ("whitespace", {}, "The cat, sat.\nOK", ["the", "cat,", "sat.", "ok"]),
+])
+def test_tokenizer_rules(name, options, text, tokens):
+    assert get_tokenizer(name, **options).tokenize(text) == tokens
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_rouge_score_tokenizer_is_rouge_scores_on_any_unicode(text):
+    batch = tokenize_batch([text, "pad"], tokenizer=get_tokenizer("rouge-score"))
+    ours = list(batch.tokens[:batch.text_token_counts()[0]])
+    theirs = rs_tokenize.tokenize(text, None)
+    # same token sequence up to renaming: equal positions have equal ids exactly when
+    # the strings are equal
+    assert len(ours) == len(theirs)
+    assert all((ours[i] == ours[j]) == (theirs[i] == theirs[j])
+               for i in range(len(ours)) for j in range(len(ours)))
+
+
+def test_batch_ids_are_shared_between_texts_and_lines_are_kept():
+    batch = tokenize_batch(["a b\nc", None, "c a"], tokenizer=get_tokenizer("rouge-score"))
+    assert batch.text_token_counts().tolist() == [3, 0, 2]
+    assert batch.tokens[0] == batch.tokens[4] and batch.tokens[2] == batch.tokens[3]
+    assert batch.vocab_size == 3
+    assert (batch.text_line_offsets.tolist(), batch.line_offsets.tolist()) == \
+        ([0, 2, 3, 4], [0, 2, 3, 3, 5])
+
+
+def test_stemming_only_above_three_characters_and_memoized():
+    assert porter_stem("days") == "day"
+    assert porter_stem("his") == "his"
+    batch = tokenize_batch(["binds bind running runs"], tokenizer=get_tokenizer("rouge-score"),
+                           stemmer="porter")
+    assert batch.tokens[0] == batch.tokens[1] and batch.tokens[2] == batch.tokens[3]
+
+
+def test_a_text_with_nul_characters_is_tokenized_like_rouge_score():
+    batch = tokenize_batch(["a\x00b", "c"], tokenizer=get_tokenizer("rouge-score"))
+    assert batch.text_token_counts().tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("cls", [ConfigError, InputError, OutputExistsError, ExecutionError])
+def test_errors_survive_pickling_with_exit_code_and_hint(cls):
+    err = pickle.loads(pickle.dumps(cls("bad thing in f.parquet", hint="did you mean x?")))
+    assert type(err) is cls and str(err) == "bad thing in f.parquet (did you mean x?)"
+    assert err.exit_code == cls.exit_code and err.hint == "did you mean x?"
