@@ -57,7 +57,7 @@ class Threshold:
             ConfigError: malformed text, unknown measure or a value outside [0, 1].
 
         """
-        match = re.fullmatch(r"\s*([A-Za-z0-9]+)\.([a-z]+)\s*=\s*([^\s]+)\s*", text)
+        match = re.fullmatch(r"\s*([A-Za-z0-9]+)\.([A-Za-z0-9_]+)\s*=\s*([^\s]+)\s*", text)
         if not match:
             raise ConfigError(f"threshold {text!r} is not METRIC.MEASURE=VALUE",
                               hint="e.g. rougeL.fmeasure=0.5")

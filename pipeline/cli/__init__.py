@@ -18,3 +18,4 @@ def main() -> None:
 
 
 from pipeline.cli import compare as _compare  # noqa: E402,F401 - registers `overlap compare`
+from pipeline.cli import score as _score  # noqa: E402,F401 - registers `overlap score`, `overlap signature`

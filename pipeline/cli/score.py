@@ -1,0 +1,236 @@
+"""``overlap score`` and ``overlap signature``: thin commands over :func:`pipeline.api.score`.
+
+Each command gathers the flags that were given, layers them over ``--config`` (flags win),
+makes one library call and prints the result. Library errors are printed as one line
+(``Error: ...``) and the process exits with the error's code (2 bad usage or input, 3 output
+exists, 4 execution failure).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from pipeline.cli import main
+from pipeline.errors import PipelineError
+from pipeline.scoring import MULTI_REFERENCE_RULES
+from pipeline.tokenizers import STEMMERS, TOKENIZERS
+
+
+def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options that define the scores and intervals (shared by ``score`` and ``signature``)."""
+    options = [
+        click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                     help="YAML settings file (see configs/default.yaml); flags override it."),
+        click.option("--metrics", help="Comma-separated metrics: rouge1..rouge9, rougeL, "
+                     "rougeLsum.  [default: rouge1,rouge2,rougeL,rougeLsum]"),
+        click.option("--tokenizer", type=click.Choice(TOKENIZERS),
+                     help="Tokenizer.  [default: rouge-score]"),
+        click.option("--stemmer", type=click.Choice(STEMMERS),
+                     help="Porter stemming as rouge-score use_stemmer=True.  [default: none]"),
+        click.option("--case-sensitive/--no-case-sensitive", default=None,
+                     help="Keep case when tokenizing.  [default: no]"),
+        click.option("--multi-reference", type=click.Choice(MULTI_REFERENCE_RULES),
+                     help="How several references combine.  [default: max]"),
+        click.option("--bootstrap", type=int, metavar="N",
+                     help="Bootstrap resamples for the intervals; 0 turns them off.  "
+                          "[default: 1000]"),
+        click.option("--confidence", type=float,
+                     help="Confidence level of the intervals.  [default: 0.95]"),
+        click.option("--seed", type=int, help="Seed of the bootstrap.  [default: 12345]"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
+    from pipeline.config import load_config_file, resolve_config
+
+    file_values = load_config_file(config_file) if config_file else None
+    return resolve_config(file_values, flags)
+
+
+@main.command("score")
+@click.argument("predictions")
+@click.option("--references", metavar="REFERENCES",
+              help="Separate references table (file, directory or glob), keyed by id; omit "
+                   "when the predictions have a list<string> references column.")
+@click.option("--output", required=True, metavar="DIR",
+              help="Run directory to write (path or URI).")
+@click.option("--id-column", help="Example id column.  [default: id]")
+@click.option("--prediction-column", help="Prediction text column.  [default: prediction]")
+@click.option("--reference-column",
+              help="References column: list<string>, or string with one row per reference.  "
+                   "[default: references, else reference]")
+@_scoring_options
+@click.option("--group-by", metavar="COL[,COL]",
+              help="Aggregate per value of these predictions columns (also kept).")
+@click.option("--keep-columns", metavar="COL[,COL]",
+              help="Further predictions columns to copy into the examples.")
+@click.option("--threshold", "thresholds", multiple=True, metavar="METRIC.MEASURE=VALUE",
+              help="Pass/fail gate, e.g. rougeL.fmeasure=0.5 (repeatable): a passed_... "
+                   "column and pass rates.")
+@click.option("--keep-text/--no-keep-text", default=None,
+              help="Copy the prediction text into the examples (column 'prediction').")
+@click.option("--engine", type=click.Choice(["ray", "local"]),
+              help="ray (local instance or --address) or local (in-process, small inputs).  "
+                   "[default: ray]")
+@click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
+                                "local Ray sized to this machine.")
+@click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
+                               "random suffix]")
+@click.option("--overwrite", is_flag=True, help="Replace a complete existing output.")
+@click.pass_context
+def score_command(ctx: click.Context, predictions: str, references: str | None, output: str,
+                  config_file: str | None, thresholds: tuple[str, ...], run_id: str | None,
+                  overwrite: bool, **flags: Any) -> None:
+    """Score PREDICTIONS (Parquet file, directory of shards or glob) against references.
+
+    Joins predictions and references by id, scores every example on Ray workers (or
+    in-process with --engine local) and writes DIR/examples/part-*.parquet,
+    DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
+    their bootstrap intervals.
+
+    Exit codes: 0 ok, 2 bad usage or input, 3 output exists (use --overwrite),
+    4 execution failure.
+    """
+    from pipeline.api import score
+
+    flags["threshold"] = list(thresholds) or None
+    progress = _Progress() if sys.stderr.isatty() else None
+    try:
+        config = _settings(config_file, flags)
+        run = score(predictions, references=references, output=output, config=config,
+                    run_id=run_id, overwrite=overwrite,
+                    progress=progress.update if progress else None)
+    except PipelineError as err:
+        if progress:
+            progress.clear()
+        click.echo(f"Error: {err}", err=True)
+        ctx.exit(err.exit_code)
+    if progress:
+        progress.clear()
+    click.echo(format_summary(run.manifest, run.aggregate))
+
+
+@main.command("signature")
+@_scoring_options
+@click.option("--n-references", default="1", show_default=True, metavar="N|var",
+              help="References per example, or 'var' when it varies.")
+@click.pass_context
+def signature_command(ctx: click.Context, config_file: str | None, n_references: str,
+                      **flags: Any) -> None:
+    """Print the signature of a scoring configuration (as written on every result)."""
+    try:
+        config = _settings(config_file, flags)
+        if n_references != "var" and not (n_references.isdigit() and int(n_references) > 0):
+            raise click.BadParameter("expected a positive integer or 'var'",
+                                     param_hint="--n-references")
+        nrefs: int | str = n_references if n_references == "var" else int(n_references)
+    except PipelineError as err:
+        click.echo(f"Error: {err}", err=True)
+        ctx.exit(err.exit_code)
+    click.echo(str(config.signature(n_references=nrefs)))
+
+
+class _Progress:
+    """One self-rewriting status line on stderr (only when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.width = 0
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        text = (f"{'checking' if stage == 'check' else 'scoring'}: {done}/{total} partitions "
+                f"({time.perf_counter() - self.start:.0f} s)")
+        click.echo("\r" + text.ljust(self.width), err=True, nl=False)
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.width:
+            click.echo("\r" + " " * self.width + "\r", err=True, nl=False)
+
+
+def _cell(mean: float | None, low: float | None, high: float | None) -> str:
+    if mean is None:
+        return "-"
+    if low is None or high is None:
+        return f"{mean:.4f}"
+    return f"{mean:.4f} [{low:.4f}, {high:.4f}]"
+
+
+def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
+    """Render a run's summary: fmeasure means (and pass rates) per group, with intervals.
+
+    Args:
+        manifest: the run's manifest (``pipeline.api.ScoreRun.manifest``).
+        aggregate: the run's aggregate table (pyarrow).
+
+    Returns:
+        Plain text: a header, one row for the whole run then one per group, and where the
+        output went.
+
+    """
+    config = manifest["config"]
+    group_by: list[str] = config["group_by"]
+    metrics: list[str] = config["metrics"]
+    rows = aggregate.to_pylist()
+    columns: list[tuple[str, str, str, float | None]] = [
+        (m, "fmeasure", "mean", None) for m in metrics]
+    columns += [(t.split(".")[0], t.split(".")[1].split("=")[0], "pass_rate",
+                 float(t.split("=")[1])) for t in config["threshold"]]
+    headers = [m if s == "mean" else f"pass {m}.{x}>={at:g}" for m, x, s, at in columns]
+    table: dict[tuple, dict[tuple, dict[str, Any]]] = {}
+    n_of: dict[tuple, int] = {}
+    for r in rows:
+        key = ("all",) if r["scope"] == "all" else tuple(r[g] for g in group_by)
+        n_of[key] = r["n_examples"]
+        at = r["threshold"]
+        table.setdefault(key, {})[(r["metric"], r["measure"], r["statistic"],
+                                   at if r["statistic"] == "pass_rate" else None)] = r
+    label = ", ".join(group_by) if group_by else ""
+    lines_in = []
+    for key, cells in table.items():
+        name = "(all)" if key == ("all",) else ", ".join("(null)" if v is None else str(v)
+                                                          for v in key)
+        values = []
+        for c in columns:
+            r = cells.get(c)
+            values.append(_cell(r["mean"], r["ci_low"], r["ci_high"]) if r else "-")
+        lines_in.append([name, str(n_of[key]), *values])
+    header = [label, "n", *headers]
+    widths = [max(len(header[i]), *(len(row[i]) for row in lines_in)) for i in range(len(header))]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    counts = manifest["counts"]
+    engine = manifest["engine"]
+    if engine["engine"] == "local":
+        where = "in-process, --engine local"
+    else:
+        where = (f"Ray cluster at {engine['address']}" if engine.get("address")
+                 else "local Ray") + f", {engine.get('num_cpus', 0)} CPUs"
+    seconds = manifest["seconds"]["total"]
+    interval = (f"{config['confidence']:.0%} percentile bootstrap interval "
+                f"({config['bootstrap']} resamples, seed {config['seed']})"
+                if config["bootstrap"] else "no interval (--bootstrap 0)")
+    out = [
+        f"scored {counts['examples_scored']:,} examples in {seconds:.1f} s ({where})",
+        f"signature: {manifest['signature']}",
+        "",
+        fmt(header),
+        *[fmt(r) for r in lines_in],
+        "",
+        f"fmeasure means with a {interval}; every measure is in aggregate.parquet",
+    ]
+    n_files = len(manifest["outputs"]["examples"])
+    out.append(f"output: {manifest['output']}  (examples/: {n_files} file(s), "
+               "aggregate.parquet, manifest.json, _SUCCESS)")
+    return "\n".join(out)

@@ -1,0 +1,116 @@
+"""Settings: defaults, the YAML files, flags over file, and every refusal naming its key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import (
+    CONFIG_KEYS,
+    ScoreConfig,
+    Threshold,
+    load_config_file,
+    resolve_config,
+)
+from pipeline.errors import ConfigError
+from pipeline.signature import Signature
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_default_yaml_documents_every_setting_with_its_default():
+    text = (ROOT / "configs" / "default.yaml").read_text()
+    keys = re.findall(r"^([a-z_]+):", text, flags=re.M)
+    assert sorted(keys) == sorted(CONFIG_KEYS)
+    # Every key has a comment right above it.
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^[a-z_]+:", line):
+            assert lines[i - 1].startswith("#"), f"{line!r} has no comment"
+    assert resolve_config(load_config_file(str(ROOT / "configs" / "default.yaml"))) \
+        == ScoreConfig()
+
+
+def test_nightly_yaml_is_valid_and_a_cluster_example():
+    cfg = resolve_config(load_config_file(str(ROOT / "configs" / "nightly.yaml")))
+    assert cfg.engine == "ray"
+    assert cfg.group_by == ("model", "task")
+    assert cfg.thresholds == (Threshold("rougeL", "fmeasure", 0.3),)
+
+
+def test_flags_override_the_file_and_none_means_not_given(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("stemmer: porter\nseed: 7\nmetrics: rouge1,rougeL\n")
+    cfg = resolve_config(load_config_file(str(f)), {"seed": 9, "stemmer": None})
+    assert (cfg.stemmer, cfg.seed, cfg.metrics) == ("porter", 9, ("rouge1", "rougeL"))
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("boostrap: 10\n", r"unknown setting 'boostrap' \(did you mean 'bootstrap'\?\)"),
+    ("case-sensitive: true\n", r"did you mean 'case_sensitive'"),
+    ("bootstrap: ten\n", r"bootstrap: expected an integer"),
+    ("bootstrap: -1\n", r"bootstrap: expected a count >= 0"),
+    ("confidence: 1.5\n", r"confidence: expected a level in \(0, 1\)"),
+    ("case_sensitive: yes please\n", r"case_sensitive: expected true or false"),
+    ("metrics: [rouge1, rogueL]\n", r"unknown metric 'rogueL'.*did you mean 'rougeL'"),
+    ("tokenizer: spacy\n", r"unknown tokenizer 'spacy'"),
+    ("multi_reference: best\n", r"unknown multi-reference rule 'best'"),
+    ("engine: spark\n", r"engine: unknown engine 'spark'"),
+    ("threshold: [rougeL.f1=0.5]\n", r"unknown measure 'f1'"),
+    ("threshold: [rougeL.fmeasure=2]\n", r"must be in \[0, 1\]"),
+    ("threshold: [rouge3.fmeasure=0.2]\n", r"metric 'rouge3' is not among the run's"),
+    ("threshold: [rougeL.fmeasure=0.2, rougeL.fmeasure=0.3]\n", r"has two thresholds"),
+    ("group_by: [system, system]\n", r"group_by: a column is listed twice"),
+    ("- just\n- a list\n", r"expected a mapping of settings"),
+    ("metrics: [rouge1\n", r"invalid YAML"),
+])
+def test_bad_config_is_refused_naming_the_key(tmp_path, yaml_text, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml_text)
+    with pytest.raises(ConfigError, match=message) as err:
+        resolve_config(load_config_file(str(f)))
+    assert err.value.exit_code == 2
+
+
+def test_missing_config_file():
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config_file("/nonexistent/config.yaml")
+
+
+def test_yaml_is_loaded_safely(tmp_path):
+    f = tmp_path / "evil.yaml"
+    f.write_text("seed: !!python/object/apply:os.system ['echo owned']\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_config_file(str(f))
+
+
+def test_thresholds_from_a_mapping_or_strings():
+    a = resolve_config({"threshold": {"rougeL.fmeasure": 0.5}})
+    b = resolve_config({"threshold": ["rougeL.fmeasure=0.5"]})
+    assert a.thresholds == b.thresholds == (Threshold("rougeL", "fmeasure", 0.5),)
+    assert a.thresholds[0].column == "passed_rougeL_fmeasure"
+    assert str(a.thresholds[0]) == "rougeL.fmeasure=0.5"
+
+
+def test_signature_fields_and_round_trip():
+    cfg = ScoreConfig(metrics=("rouge1", "rougeL"), stemmer="porter", seed=3, bootstrap=200)
+    sig = cfg.signature(n_references="var")
+    assert str(sig).startswith("metrics:rouge1+rougeL|tok:rouge-score|stem:porter|case:lc|"
+                               "ref:max|nrefs:var|bs:200|ci:0.95|seed:3|version:")
+    assert Signature.parse(str(sig)) == sig
+
+
+def test_to_dict_round_trips_through_resolve_config():
+    cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rouge1", "recall", 0.25),),
+                      keep_text=True, partition_rows=10)
+    assert resolve_config(cfg.to_dict()) == cfg
+
+
+def test_address_falls_back_to_ray_address(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert ScoreConfig().resolved_address() == "10.0.0.1:6379"
+    assert ScoreConfig(address="head:1").resolved_address() == "head:1"
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert ScoreConfig().resolved_address() is None
