@@ -208,6 +208,7 @@ def score(
                 "skipped": {},
                 "null_predictions": sum(p.n_null_predictions for p in ran.parts),
                 "zero_token_texts": sum(p.n_zero_token_texts for p in ran.parts),
+                "one_line_multi_sentence_texts": sum(p.n_one_line_texts for p in ran.parts),
                 "n_references": ran.n_references,
                 "partitions": plan.n_partitions,
                 "prediction_units": len(plan.prediction_units),

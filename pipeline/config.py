@@ -90,6 +90,8 @@ class ScoreConfig:
         stemmer: ``none`` or ``porter``.
         case_sensitive: keep case when tokenizing.
         multi_reference: ``max``, ``mean``, ``pooled`` or ``best-recall``.
+        sentence_split: how rougeLsum finds sentences: ``newline`` (rouge-score) or
+            ``punctuation`` (signature field ``split:punct``).
         group_by: predictions columns to aggregate by (also copied to the examples).
         keep_columns: further predictions columns copied to the examples.
         keep_text: copy the prediction text into the examples (column ``prediction``).
@@ -119,6 +121,7 @@ class ScoreConfig:
     stemmer: str = "none"
     case_sensitive: bool = False
     multi_reference: str = "max"
+    sentence_split: str = "newline"
     group_by: tuple[str, ...] = ()
     keep_columns: tuple[str, ...] = ()
     keep_text: bool = False
@@ -176,7 +179,8 @@ class ScoreConfig:
 
         """
         return Scorer(metrics=self.metrics, tokenizer=self.tokenizer, stemmer=self.stemmer,
-                      case_sensitive=self.case_sensitive, multi_reference=self.multi_reference)
+                      case_sensitive=self.case_sensitive, multi_reference=self.multi_reference,
+                      sentence_split=self.sentence_split)
 
     def signature(self, *, n_references: int | str) -> Signature:
         """Return the run's signature (see :mod:`pipeline.signature`).
@@ -189,7 +193,7 @@ class ScoreConfig:
                                stemmer=self.stemmer, case_sensitive=self.case_sensitive,
                                multi_reference=self.multi_reference, n_references=n_references,
                                n_bootstrap=self.bootstrap, confidence=self.confidence,
-                               seed=self.seed)
+                               seed=self.seed, extra=self.scorer().signature_extra())
 
     def resolved_address(self) -> str | None:
         """Return the Ray address: ``address``, else ``RAY_ADDRESS``, else None (local)."""
@@ -294,6 +298,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "stemmer": ("stemmer", _as_str),
     "case_sensitive": ("case_sensitive", _as_bool),
     "multi_reference": ("multi_reference", _as_str),
+    "sentence_split": ("sentence_split", _as_str),
     "group_by": ("group_by", _as_names),
     "keep_columns": ("keep_columns", _as_names),
     "keep_text": ("keep_text", _as_bool),

@@ -17,7 +17,7 @@ import click
 
 from pipeline.cli import main
 from pipeline.errors import PipelineError
-from pipeline.scoring import MULTI_REFERENCE_RULES
+from pipeline.scoring import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
 from pipeline.tokenizers import STEMMERS, TOKENIZERS
 
 
@@ -36,6 +36,9 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Keep case when tokenizing.  [default: no]"),
         click.option("--multi-reference", type=click.Choice(MULTI_REFERENCE_RULES),
                      help="How several references combine.  [default: max]"),
+        click.option("--sentence-split", type=click.Choice(SENTENCE_SPLITS),
+                     help="How rougeLsum finds sentences: newline (rouge-score) or "
+                          "punctuation.  [default: newline]"),
         click.option("--bootstrap", type=int, metavar="N",
                      help="Bootstrap resamples for the intervals; 0 turns them off.  "
                           "[default: 1000]"),
@@ -230,6 +233,14 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         "",
         f"fmeasure means with a {interval}; every measure is in aggregate.parquet",
     ]
+    if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
+            and config.get("sentence_split") == "newline":
+        out.append(f"note: {counts['one_line_multi_sentence_texts']} texts have several "
+                   "sentences on one line: rougeLsum splits on newlines only, so for them it "
+                   "equals rougeL (--sentence-split punctuation splits after . ! ?)")
+    if counts.get("zero_token_texts"):
+        out.append(f"note: {counts['zero_token_texts']} non-empty texts produced no token "
+                   f"with tokenizer {config['tokenizer']} (try --tokenizer unicode)")
     n_files = len(manifest["outputs"]["examples"])
     out.append(f"output: {manifest['output']}  (examples/: {n_files} file(s), "
                "aggregate.parquet, manifest.json, _SUCCESS)")

@@ -60,6 +60,7 @@ def scoring_settings(config: ScoreConfig) -> ScoringSettings:
     return ScoringSettings(metrics=config.metrics, tokenizer=config.tokenizer,
                            stemmer=config.stemmer, case_sensitive=config.case_sensitive,
                            multi_reference=config.multi_reference,
+                           sentence_split=config.sentence_split,
                            thresholds=config.thresholds)
 
 

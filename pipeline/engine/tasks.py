@@ -38,7 +38,7 @@ from pipeline.io.schema import (
     normalize,
 )
 from pipeline.io.write import write_parquet
-from pipeline.scoring import Scorer, ZeroTokenWarning
+from pipeline.scoring import Scorer, SentenceSplitWarning, ZeroTokenWarning
 
 # Rows scored per call of the scorer: bounds the tokenizer's working memory.
 SCORE_BATCH_ROWS = 8192
@@ -60,7 +60,7 @@ class ScoringSettings:
     """What a worker needs to score, in picklable form.
 
     Attributes:
-        metrics, tokenizer, stemmer, case_sensitive, multi_reference: as in
+        metrics, tokenizer, stemmer, case_sensitive, multi_reference, sentence_split: as in
             :class:`pipeline.scoring.Scorer`.
         thresholds: pass/fail gates, one ``passed_...`` column each.
 
@@ -71,6 +71,7 @@ class ScoringSettings:
     stemmer: str
     case_sensitive: bool
     multi_reference: str
+    sentence_split: str = "newline"
     thresholds: tuple[Threshold, ...] = ()
 
 
@@ -79,7 +80,8 @@ def _scorer(settings: ScoringSettings) -> Scorer:
     # Built once per worker process (and per settings): names validated, kernels loaded.
     return Scorer(metrics=settings.metrics, tokenizer=settings.tokenizer,
                   stemmer=settings.stemmer, case_sensitive=settings.case_sensitive,
-                  multi_reference=settings.multi_reference)
+                  multi_reference=settings.multi_reference,
+                  sentence_split=settings.sentence_split)
 
 
 @dataclass
@@ -152,6 +154,8 @@ class PartitionResult:
         size_bytes: size of the written file.
         n_null_predictions: null predictions (scored as empty texts).
         n_zero_token_texts: non-empty texts that produced no token.
+        n_one_line_texts: texts with several sentences on one line (rougeLsum equals rougeL
+            for them unless ``sentence_split`` is ``punctuation``).
         seconds: time spent in the task.
 
     """
@@ -162,6 +166,7 @@ class PartitionResult:
     size_bytes: int
     n_null_predictions: int
     n_zero_token_texts: int
+    n_one_line_texts: int
     seconds: float
 
 
@@ -325,17 +330,24 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
     preds = joined.predictions
     n = preds.num_rows
     if n == 0:
-        return PartitionResult(index, None, 0, 0, 0, 0, time.perf_counter() - start)
+        return PartitionResult(index, None, 0, 0, 0, 0, 0, time.perf_counter() - start)
     scorer = _scorer(settings)
     texts = preds.column(spec.prediction_column).combine_chunks()
-    scored, zero_token = [], 0
-    with warnings.catch_warnings():
+    scored, zero_token, one_line = [], 0, 0
+    with warnings.catch_warnings(record=True) as caught:
+        # The scorer's data warnings become counts in the manifest, not worker log lines.
+        warnings.simplefilter("always", SentenceSplitWarning)
         warnings.simplefilter("ignore", ZeroTokenWarning)
         for lo in range(0, n, SCORE_BATCH_ROWS):
             batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
                                        joined.references.slice(lo, SCORE_BATCH_ROWS))
             scored.append(batch.table)
             zero_token += batch.n_zero_token_texts
+    for w in caught:
+        if issubclass(w.category, SentenceSplitWarning):
+            one_line += _leading_count(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     scores = pa.concat_tables(scored).combine_chunks()
     columns: list[pa.Array | pa.ChunkedArray] = [
         pa.repeat(pa.scalar(run_id, pa.string()), n),
@@ -357,7 +369,13 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
     size = write_parquet(table, loc, metadata={SIGNATURE_KEY: signature.encode(),
                                                  RUN_ID_KEY: run_id.encode()})
     return PartitionResult(index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count,
-                           zero_token, time.perf_counter() - start)
+                           zero_token, one_line, time.perf_counter() - start)
+
+
+def _leading_count(message: str) -> int:
+    """Return the count a scorer warning starts with ("12 texts have ..."), 0 if none."""
+    head = message.split(" ", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def warm_up(settings: ScoringSettings) -> int:
