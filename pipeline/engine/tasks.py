@@ -234,6 +234,7 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
     if len(dup):
         problems.add("duplicate_prediction_id", dup.field("values"))
     list_type = pa.large_list(pa.large_string())
+    missing = None
     if spec.layout == "inline":
         refs = preds.column(spec.reference_column).combine_chunks()
         preds = preds.drop_columns([spec.reference_column])
@@ -267,8 +268,9 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
         refs = refs.take(position)
     if refs.type != list_type:
         refs = pc.cast(refs, list_type)
-    lengths = pc.list_value_length(refs).fill_null(0)
-    empty = pc.equal(lengths, 0)
+    empty = pc.fill_null(pc.equal(pc.list_value_length(refs), 0), True)
+    if missing is not None:  # missing ids are reported as such, not as empty lists
+        empty = pc.and_(empty, pc.invert(missing))
     problems.add("no_reference", ids.filter(empty))
     if spec.layout != "rows":
         flat_null = pc.is_null(pc.list_flatten(refs))
