@@ -18,7 +18,6 @@ import pytest
 
 from pipeline.api import score
 from pipeline.config import ScoreConfig
-from pipeline.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "pipeline" / "data" / "realsumm"
