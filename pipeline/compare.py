@@ -567,12 +567,30 @@ def compare_examples(
 # Signatures
 # --------------------------------------------------------------------------------------------
 
+# Signature fields that describe the run or its inputs, not how a score is computed: a
+# difference is reported as a note, never refused.
+NON_SCORE_FIELDS = ("nrefs", "bs", "ci", "seed", "version")
+
+
+def score_fields(baseline: Signature, candidate: Signature) -> tuple[str, ...]:
+    """Return the signature fields that decide how scores are computed, for two signatures.
+
+    :data:`pipeline.signature.SCORE_FIELDS` (metrics, tokenizer, stemmer, case,
+    multi-reference rule), then any further field either signature has that is not in
+    :data:`NON_SCORE_FIELDS` (a setting added later, e.g. a sentence-split rule, is thereby
+    checked without changing this code).
+    """
+    extra = [k for sig in (baseline, candidate) for k, _ in sig.fields
+             if k not in SCORE_FIELDS and k not in NON_SCORE_FIELDS]
+    return SCORE_FIELDS + tuple(dict.fromkeys(extra))
+
+
 def check_signatures(baseline: Signature, candidate: Signature, *,
                      allow_mismatch: bool = False) -> list[str]:
     """Compare the scoring-relevant fields of two run signatures.
 
-    The fields are :data:`pipeline.signature.SCORE_FIELDS`: metrics, tokenizer, stemmer,
-    case and multi-reference rule.
+    The fields are those of :func:`score_fields`: metrics, tokenizer, stemmer, case,
+    multi-reference rule and any later scoring setting.
 
     Args:
         baseline: the baseline run's signature.
@@ -587,10 +605,11 @@ def check_signatures(baseline: Signature, candidate: Signature, *,
             each field with both values.
 
     """
-    fields = baseline.differences(candidate, keys=SCORE_FIELDS)
+    fields = baseline.differences(candidate, keys=score_fields(baseline, candidate))
     if fields and not allow_mismatch:
         a, b = baseline.as_dict(), candidate.as_dict()
-        detail = "; ".join(f"{k}: {a.get(k)} vs {b.get(k)}" for k in fields)
+        detail = "; ".join(f"{k}: {a.get(k, '(absent)')} vs {b.get(k, '(absent)')}"
+                           for k in fields)
         raise SignatureMismatchError(
             f"the runs were scored differently ({detail})",
             hint="scores from different settings are not comparable; pass "
@@ -775,6 +794,11 @@ def compare_runs(
     differences = check_signatures(base.signature, cand.signature,
                                    allow_mismatch=allow_signature_mismatch)
     notes: list[str] = []
+    other = base.signature.differences(cand.signature, keys=NON_SCORE_FIELDS)
+    if other:
+        a, b = base.signature.as_dict(), cand.signature.as_dict()
+        notes.append("the signatures also differ in " + "; ".join(
+            f"{k}: {a.get(k)} vs {b.get(k)}" for k in other) + " (not a scoring setting)")
     if base.id_column != cand.id_column:
         raise InputError(f"the runs use different id columns ({base.id_column!r} vs "
                          f"{cand.id_column!r})")
@@ -803,6 +827,7 @@ def compare_runs(
                          n_top=top)
 
 
-__all__ = ["ALL_GROUP", "Comparison", "PairedTest", "RunComparison", "bootstrap_mean_differences",
-           "check_signatures", "compare_examples", "compare_runs", "is_alarm", "measure_column",
-           "measures_in", "paired_test", "randomization_p_values", "resolve_measures"]
+__all__ = ["ALL_GROUP", "NON_SCORE_FIELDS", "Comparison", "PairedTest", "RunComparison",
+           "bootstrap_mean_differences", "check_signatures", "compare_examples", "compare_runs",
+           "is_alarm", "measure_column", "measures_in", "paired_test", "randomization_p_values",
+           "resolve_measures", "score_fields"]

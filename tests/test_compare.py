@@ -210,6 +210,19 @@ def test_different_metric_sets_are_a_signature_mismatch(tmp_path, scored, runs):
         ["rouge1.fmeasure", "rougeL.fmeasure"]
 
 
+def test_a_later_scoring_setting_is_checked_and_run_fields_are_only_noted(tmp_path, scored,
+                                                                          runs):
+    split = signature().replace("|version:", "|split:punctuation|version:")
+    other = write_run(tmp_path / "split", scored, run_id="split", sig=split)
+    refused = CliRunner().invoke(main, ["compare", str(runs["base"]), str(other)])
+    assert refused.exit_code == 2 and "split: (absent) vs punctuation" in refused.output
+    seeded = write_run(tmp_path / "seed", scored, run_id="seed",
+                       sig=signature().replace("seed:12345", "seed:7"))
+    noted = run_cli(runs["base"], seeded, "--format", "json")
+    assert noted.exit_code == 0
+    assert any("seed: 12345 vs 7" in n for n in json.loads(noted.stdout)["notes"])
+
+
 def test_signature_mismatch_error_pickles_with_its_hint():
     err = SignatureMismatchError("runs differ", hint="pass --allow-signature-mismatch")
     back = pickle.loads(pickle.dumps(err))

@@ -241,37 +241,45 @@ def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
     return table.to_pandas()
 
 
-def input_prediction_paths(manifest: dict[str, Any]) -> list[str]:
-    """Return the prediction input paths a manifest names (empty when it names none).
+def input_prediction_files(manifest: dict[str, Any]) -> list[tuple[str, int | None]]:
+    """Return the prediction input files a manifest names, with their recorded sizes.
 
-    Looks, in order, at ``inputs.predictions`` (a path, a list of paths, a list of
-    ``{"path": ...}`` objects, or an object with ``files``/``paths``), a list ``inputs`` of
-    objects with ``role: predictions``, and ``config.predictions``.
+    Looks, in order, at ``inputs.predictions`` (as ``overlap score`` writes it: an object
+    with ``files``, a list of ``{"path", "size_bytes", "num_rows"}``; also a path or a list
+    of paths), a list ``inputs`` of objects with ``role: predictions``, and
+    ``config.predictions``.
+
+    Returns:
+        ``(path, size in bytes or None when not recorded)`` pairs; empty when none is named.
+
     """
 
-    def paths_of(value: Any) -> list[str]:
+    def files_of(value: Any) -> list[tuple[str, int | None]]:
         if isinstance(value, str):
-            return [value]
+            return [(value, None)]
         if isinstance(value, dict):
-            for key in ("files", "paths", "path"):
-                if key in value:
-                    return paths_of(value[key])
+            if isinstance(value.get("path"), str):
+                size = value.get("size_bytes", value.get("size"))
+                return [(value["path"], size if isinstance(size, int) else None)]
+            for key in ("files", "paths", "uri"):
+                if value.get(key):
+                    return files_of(value[key])
             return []
         if isinstance(value, (list, tuple)):
-            return [p for item in value for p in paths_of(item)]
+            return [f for item in value for f in files_of(item)]
         return []
 
     inputs = manifest.get("inputs")
     if isinstance(inputs, dict) and inputs.get("predictions"):
-        return paths_of(inputs["predictions"])
+        return files_of(inputs["predictions"])
     if isinstance(inputs, list):
-        found = [p for item in inputs if isinstance(item, dict)
-                 and item.get("role") in ("predictions", "prediction") for p in paths_of(item)]
+        found = [f for item in inputs if isinstance(item, dict)
+                 and item.get("role") in ("predictions", "prediction") for f in files_of(item)]
         if found:
             return found
     config = manifest.get("config")
     if isinstance(config, dict):
-        return paths_of(config.get("predictions"))
+        return files_of(config.get("predictions"))
     return []
 
 
@@ -314,15 +322,22 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
         texts = _texts_from(dataset, id_column=run.id_column, text_column=TEXT_COLUMN,
                             key_columns=key_columns, keys=keys)
         return texts, None
-    paths = input_prediction_paths(run.manifest)
-    if not paths:
+    files = input_prediction_files(run.manifest)
+    if not files:
         return [None] * len(keys), "no prediction texts: the run did not keep them " \
                                    "(--keep-text) and its manifest names no input"
     config = run.config
     text_column = str(config.get("prediction_column") or TEXT_COLUMN)
     try:
-        fs, first = filesystem(paths[0])
-        inner = [first] + [filesystem(p)[1] for p in paths[1:]]
+        fs, _ = filesystem(files[0][0])
+        inner = [filesystem(path)[1] for path, _ in files]
+        for (path, size), info in zip(files, fs.get_file_info(inner), strict=True):
+            if size is not None and info.size != size:
+                now = "is gone" if info.type == pafs.FileType.NotFound else \
+                    f"has {info.size} bytes, not {size}"
+                return [None] * len(keys), (f"no prediction texts: the run did not keep them "
+                                            f"and its input {path} {now} (changed since the "
+                                            f"run; score with --keep-text)")
         dataset = pads.dataset(inner if len(inner) > 1 else inner[0], format="parquet",
                                filesystem=fs)
         texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
@@ -376,5 +391,5 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
     return parquet_path, json_path
 
 
-__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem", "input_prediction_paths",
+__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem", "input_prediction_files",
            "open_run", "read_examples", "read_predictions", "write_comparison"]
