@@ -9,6 +9,7 @@ Scores always come from `pipeline.score_texts` (exact rouge-score), never typed 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,8 +48,11 @@ def signature(*, metrics: Sequence[str] = METRICS, stemmer: str = "none",
 def score(frame: pd.DataFrame, *, metrics: Sequence[str] = METRICS,
           stemmer: str = "none") -> pd.DataFrame:
     """Per-example score columns for frame's prediction/reference columns (rouge-score exact)."""
-    scored = score_texts(frame["prediction"].tolist(), frame["reference"].tolist(),
-                         metrics=list(metrics), stemmer=stemmer)
+    with warnings.catch_warnings():
+        # real REALSumm texts: a few have several sentences on one line (rouge-score parity)
+        warnings.simplefilter("ignore", UserWarning)
+        scored = score_texts(frame["prediction"].tolist(), frame["reference"].tolist(),
+                             metrics=list(metrics), stemmer=stemmer)
     return pd.concat([frame.reset_index(drop=True), scored], axis=1)
 
 

@@ -122,3 +122,20 @@ def test_texts_are_not_shown_when_inputs_changed_since_the_run(data, tmp_path):
     assert all(t["baseline_prediction"] is None for t in doc["top"])
     assert all(t["candidate_prediction"] is not None for t in doc["top"])
     assert "changed since the run" in result.stderr
+
+
+@pytest.mark.parametrize("option, field", [(("--stemmer", "porter"), "stem: none vs porter"),
+                                           (("--sentence-split", "punctuation"),
+                                            "split: (absent) vs punct")])
+def test_real_runs_with_other_scoring_settings_are_refused(data, tmp_path, option, field):
+    root, frame, _ = data
+    inputs = tmp_path / "preds.parquet"
+    frame[["id", "prediction"]].head(50).to_parquet(inputs)
+    refs = tmp_path / "refs.parquet"
+    frame[["id", "reference"]].head(50).to_parquet(refs)
+    base = score_run(inputs, refs, tmp_path / "base")
+    other = score_run(inputs, refs, tmp_path / "other", *option)
+    refused = overlap("compare", base, other)
+    assert refused.exit_code == 2 and field in refused.output
+    assert overlap("compare", base, other, "--allow-signature-mismatch", "--band", "1"
+                   ).exit_code == 0
