@@ -93,16 +93,17 @@ _LOWER_TO_ASCII = (("\u0130", "i "), ("\u212a", "k"))
 
 def _rouge_score_bytes(text: str) -> bytes:
     # Equal to rouge-score's text.lower() then [^a-z0-9] -> separator: non-ASCII characters
-    # become "?" (a separator), ASCII is lowercased by the translation table. Much faster
-    # than str.lower() on non-ASCII strings.
+    # become separators, ASCII is lowercased by the translation table. Much faster than
+    # str.lower() on non-ASCII strings.
     for char, lowered in _LOWER_TO_ASCII:
         if char in text:
             text = text.replace(char, lowered)
-    return text.encode("ascii", "replace").translate(_TABLE_LOWER)
+    # UTF-8 puts every non-ASCII character in bytes >= 0x80, which the table makes separators.
+    return text.encode("utf-8", "surrogatepass").translate(_TABLE_LOWER)
 
 
 def _rouge_score_bytes_mixed(text: str) -> bytes:
-    return text.encode("ascii", "replace").translate(_TABLE_MIXED)
+    return text.encode("utf-8", "surrogatepass").translate(_TABLE_MIXED)
 
 
 def _rouge_score_split(pattern: str) -> Callable[[pa.Array], pa.ListArray]:

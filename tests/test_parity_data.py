@@ -14,6 +14,7 @@ from .conftest import BUNDLED, ROOT
 DATASETS = ["realsumm", "summeval_multiref11", "sl2003_rouge_sample_multiref4",
             "multiling2011_sacrerouge"]
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+pytestmark = pytest.mark.filterwarnings("ignore::pipeline.scoring.SentenceSplitWarning")
 
 
 def _ours(examples, **options):

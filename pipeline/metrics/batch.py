@@ -21,7 +21,7 @@ from pipeline.metrics.lcs import (
     lcs_mark_bits,
     lcs_mark_bits1,
 )
-from pipeline.metrics.ngram import ngram_matches
+from pipeline.metrics.ngram import bigram_matches, ngram_matches
 
 ROUGE_L = 0
 ROUGE_LSUM = -1
@@ -188,7 +188,10 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
             code = orders[k]
             if code == 1:
                 out[p, k, 0] = _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt_ref)
-            elif code >= 2:
+            elif code == 2:
+                out[p, k, 0] = bigram_matches(tokens, p_start, p_len, r_start, r_len, slot_pos,
+                                              slot_cnt, used)
+            elif code >= 3:
                 out[p, k, 0] = ngram_matches(tokens, p_start, p_len, r_start, r_len, code,
                                              slot_pos, slot_cnt, used)
             elif code == ROUGE_L:

@@ -17,15 +17,20 @@ _NEWLINE = 10
 
 
 _MIX = np.uint64(0xFF51AFD7ED558CCD)
+_LONG = np.uint64(1 << 63)
 
 
 @njit(cache=True, nogil=True)
-def _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_offsets, ids,
+def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_offsets, ids,
                    line_offsets, text_line_offsets):
     """Tokenize from ``state`` on; return 1 to ask for bigger tables, 0 when done.
 
     ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids]. The
     tables are never reallocated in here, so the loop keeps them in registers.
+
+    A token of at most 8 bytes is its own key (its bytes packed little-endian; token bytes are
+    ASCII, so the key's top bit is clear); a longer token's key is a hash with the top bit
+    set, confirmed byte by byte against the arena.
     """
     n_texts = text_offsets.shape[0] - 1
     t, q, line, n_tok, n_ids = state[0], state[1], state[2], state[3], state[4]
@@ -40,21 +45,27 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_of
             q = text_offsets[t]
         while q < end:
             c = buf[q]
-            if c == _SPACE or c == _NUL:
-                q += 1
-                continue
-            if c == _NEWLINE:
-                line_offsets[line] = n_tok
-                line += 1
+            if c <= _SPACE:  # space, NUL or newline: the only bytes <= 32 here
+                if c == _NEWLINE:
+                    line_offsets[line] = n_tok
+                    line += 1
                 q += 1
                 continue
             s = q
-            full = np.uint64(5381)
-            while q < end and buf[q] != _SPACE and buf[q] != _NEWLINE and buf[q] != _NUL:
-                full = (full << np.uint64(5)) + full + np.uint64(buf[q])
+            key = np.uint64(0)
+            shift = np.uint64(0)
+            while q < end and buf[q] > _SPACE:
+                if shift < np.uint64(64):
+                    key |= np.uint64(buf[q]) << shift
+                    shift += np.uint64(8)
                 q += 1
             length = q - s
-            full ^= full >> np.uint64(33)
+            if length > 8:
+                key = np.uint64(5381)
+                for z in range(s, q):
+                    key = (key << np.uint64(5)) + key + np.uint64(buf[z])
+                key |= _LONG
+            full = key ^ (key >> np.uint64(33))
             full *= _MIX
             full ^= full >> np.uint64(33)
             h = np.int64(full & np.uint64(mask))
@@ -72,10 +83,12 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_of
                         arena[a + z] = buf[s + z]
                     vocab_offsets[k + 1] = a + length
                     slot_id[h] = k
-                    slot_hash[h] = full
+                    slot_key[h] = key
                     n_ids += 1
                     break
-                if slot_hash[h] == full:
+                if slot_key[h] == key:
+                    if length <= 8:
+                        break
                     a = vocab_offsets[k]
                     if vocab_offsets[k + 1] - a == length:
                         same = True
@@ -97,23 +110,27 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_of
 
 
 @njit(cache=True, nogil=True)
-def _grow(slot_id, slot_hash, arena, vocab_offsets, n_ids):
+def _grow(slot_id, slot_key, arena, vocab_offsets, n_ids):
     cap = slot_id.shape[0] * 2 if 2 * (n_ids + 1) > slot_id.shape[0] else slot_id.shape[0]
     mask = cap - 1
     new_id = np.full(cap, -1, dtype=np.int32)
-    new_hash = np.zeros(cap, dtype=np.uint64)
+    new_key = np.zeros(cap, dtype=np.uint64)
     for o in range(slot_id.shape[0]):
         if slot_id[o] != -1:
-            h = np.int64(slot_hash[o] & np.uint64(mask))
+            key = slot_key[o]
+            full = key ^ (key >> np.uint64(33))
+            full *= _MIX
+            full ^= full >> np.uint64(33)
+            h = np.int64(full & np.uint64(mask))
             while new_id[h] != -1:
                 h = (h + 1) & mask
             new_id[h] = slot_id[o]
-            new_hash[h] = slot_hash[o]
+            new_key[h] = key
     new_arena = np.empty(arena.shape[0] * 2, dtype=np.uint8)
     new_arena[:arena.shape[0]] = arena
     new_off = np.zeros(vocab_offsets.shape[0] * 2, dtype=np.int64)
     new_off[:vocab_offsets.shape[0]] = vocab_offsets
-    return new_id, new_hash, new_arena, new_off
+    return new_id, new_key, new_arena, new_off
 
 
 @njit(cache=True, nogil=True)
@@ -143,15 +160,15 @@ def tokenize_bytes(buf, text_offsets):
     line_offsets = np.empty(n_lines + 1, dtype=np.int64)
     text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
     slot_id = np.full(1 << 12, -1, dtype=np.int32)
-    slot_hash = np.zeros(1 << 12, dtype=np.uint64)
+    slot_key = np.zeros(1 << 12, dtype=np.uint64)
     arena = np.empty(1 << 14, dtype=np.uint8)
     vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
     state = np.zeros(5, dtype=np.int64)
     state[1] = -1
-    while _tokenize_into(buf, text_offsets, state, slot_id, slot_hash, arena, vocab_offsets,
+    while _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_offsets,
                          ids, line_offsets, text_line_offsets):
-        slot_id, slot_hash, arena, vocab_offsets = _grow(slot_id, slot_hash, arena,
-                                                         vocab_offsets, state[4])
+        slot_id, slot_key, arena, vocab_offsets = _grow(slot_id, slot_key, arena,
+                                                        vocab_offsets, state[4])
     n_tok = state[3]
     n_ids = state[4]
     return (ids[:n_tok].copy(), line_offsets, text_line_offsets,

@@ -264,6 +264,15 @@ def lcs_length_bits(tokens, a_start, a_len, b_len, loc, masks, v):
     if a_len == 0 or b_len == 0:
         return 0
     n_words = (b_len + 63) >> 6
+    if n_words == 1:
+        x = _ONES
+        for i in range(a_len):
+            k = loc[tokens[a_start + i]]
+            if k >= 0:
+                m = masks[k, 0]
+                x = (x + (x & m)) | (x & ~m)
+        v[0] = x
+        return _zeros_below(v, b_len)
     for w in range(n_words):
         v[w] = _ONES
     for i in range(a_len):

@@ -87,3 +87,61 @@ def ngram_matches(tokens, pred_start, pred_len, ref_start, ref_len, n, slot_pos,
     for k in range(n_used):
         slot_pos[used[k]] = -1
     return matches
+
+
+@njit(cache=True, nogil=True)
+def bigram_matches(tokens, pred_start, pred_len, ref_start, ref_len, slot_key, slot_cnt, used):
+    """:func:`ngram_matches` for n = 2, with each bigram packed into one exact 64-bit key.
+
+    Args:
+        tokens: int32 token ids of the whole batch, shape (T,), values < 2**31.
+        pred_start: start of the prediction in ``tokens``.
+        pred_len: its length.
+        ref_start: start of the reference in ``tokens``.
+        ref_len: its length.
+        slot_key: int64 scratch hash table, shape (C,), C a power of two >= 2 * ref bigrams,
+            all entries -1 on entry and on return.
+        slot_cnt: int32 scratch, shape (C,).
+        used: int64 scratch, shape >= ref bigrams.
+
+    Returns:
+        Clipped bigram matches.
+    """
+    n_ref = ref_len - 1
+    n_pred = pred_len - 1
+    if n_ref <= 0 or n_pred <= 0:
+        return 0
+    mask = slot_key.shape[0] - 1
+    n_used = 0
+    for p in range(ref_start, ref_start + n_ref):
+        key = (np.int64(tokens[p]) << 32) | np.int64(tokens[p + 1])
+        s = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+        while True:
+            q = slot_key[s]
+            if q == -1:
+                slot_key[s] = key
+                slot_cnt[s] = 1
+                used[n_used] = s
+                n_used += 1
+                break
+            if q == key:
+                slot_cnt[s] += 1
+                break
+            s = (s + 1) & mask
+    matches = 0
+    for p in range(pred_start, pred_start + n_pred):
+        key = (np.int64(tokens[p]) << 32) | np.int64(tokens[p + 1])
+        s = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+        while True:
+            q = slot_key[s]
+            if q == -1:
+                break
+            if q == key:
+                if slot_cnt[s] > 0:
+                    slot_cnt[s] -= 1
+                    matches += 1
+                break
+            s = (s + 1) & mask
+    for k in range(n_used):
+        slot_key[used[k]] = -1
+    return matches
