@@ -400,3 +400,19 @@ def test_compare_examples_rejects_non_finite_scores():
     frame = pd.DataFrame({"id": ["a", "b"], "rouge1_fmeasure": [0.5, np.nan]})
     with pytest.raises(InputError, match="non-finite"):
         compare_examples(frame, frame, measures=["rouge1.fmeasure"])
+
+
+def test_runs_and_output_on_a_uri(runs):
+    """Run directories and the output behind a URI (fsspec's in-memory filesystem)."""
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    for name in ("base", "trunc"):
+        memory.put(str(runs[name]), f"/compare-test/{name}", recursive=True)
+    try:
+        result = run_cli("memory://compare-test/base", "memory://compare-test/trunc", "--band",
+                         "0.002", "--output", "memory://compare-test/out", "--top", "1")
+        assert result.exit_code == 1, result.output
+        document = json.loads(memory.cat("/compare-test/out/compare.json"))
+        assert document["alarm"] and document["baseline"]["run_id"] == "base"
+    finally:
+        memory.rm("/compare-test", recursive=True)

@@ -16,7 +16,6 @@ filesystems open (``s3://``, ``gs://``, ``file://``; others through fsspec).
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import uuid
 from collections.abc import Sequence
@@ -44,23 +43,16 @@ COMPARE_JSON = "compare.json"
 def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """Return the filesystem and the path within it for a local path or a URI.
 
+    Resolved as every input and output of the package is (:func:`pipeline.io.files.locate`).
+
     Raises:
         InputError: a URI whose scheme neither pyarrow nor fsspec can open.
 
     """
-    if "://" not in path:
-        return pafs.LocalFileSystem(), os.path.abspath(path)
-    try:
-        fs, inner = pafs.FileSystem.from_uri(path)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-        try:
-            import fsspec
+    from pipeline.io.files import locate
 
-            fsspec_fs, inner = fsspec.core.url_to_fs(path)
-            fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_fs))
-        except Exception as err:  # noqa: BLE001 - any failure means "cannot open this URI"
-            raise InputError(f"cannot open {path!r}: {err}") from err
-    return fs, inner.rstrip("/")
+    loc = locate(path)
+    return loc.fs, loc.path.rstrip("/") or loc.path
 
 
 @dataclass(frozen=True)
