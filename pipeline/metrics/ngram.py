@@ -106,6 +106,7 @@ def bigram_matches(tokens, pred_start, pred_len, ref_start, ref_len, slot_key, s
 
     Returns:
         Clipped bigram matches.
+
     """
     n_ref = ref_len - 1
     n_pred = pred_len - 1
