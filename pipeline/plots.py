@@ -41,11 +41,12 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    from pipeline.compare import ALL_GROUP
     from pipeline.errors import InputError
 
     measures = comparison.measures
-    overall = comparison.rows[comparison.rows["group"] == "all"].set_index(
-        comparison.rows["metric"] + "." + comparison.rows["measure"])
+    overall = comparison.rows[comparison.rows["group"] == ALL_GROUP]
+    overall = overall.set_index(overall["metric"] + "." + overall["measure"])
     n_cols = 2 if len(measures) > 1 else 1
     n_rows = math.ceil(len(measures) / n_cols)
     strip_h = 0.45 * len(measures) + 1.0

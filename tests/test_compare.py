@@ -302,6 +302,16 @@ def test_plot_is_a_png(runs, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
 
+def test_plot_of_grouped_runs(tmp_path, scored, truncated):
+    b = write_run(tmp_path / "b", scored, run_id="b", group_by=["system"])
+    c = write_run(tmp_path / "c", truncated[0], run_id="c", group_by=["system"])
+    png = tmp_path / "grouped.png"
+    result = run_cli(b, c, "--metric", "rougeL.fmeasure", "--plot", png, "--top", "0")
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert result.stdout.count("system=") == scored["system"].nunique()
+
+
 def test_texts_from_readable_inputs_when_not_kept(tmp_path, texts, scored, truncated):
     inputs = tmp_path / "preds.parquet"
     texts[["id", "prediction"]].to_parquet(inputs)
