@@ -426,3 +426,14 @@ def test_runs_and_output_on_a_uri(runs):
         assert document["alarm"] and document["baseline"]["run_id"] == "base"
     finally:
         memory.rm("/compare-test", recursive=True)
+
+
+def test_integer_ids(tmp_path, scored, truncated):
+    b = write_run(tmp_path / "b", scored.assign(id=range(len(scored))), run_id="b")
+    c = write_run(tmp_path / "c", truncated[0].assign(id=range(len(scored))).iloc[1:],
+                  run_id="c")
+    result = run_cli(b, c, "--format", "json", "--band", "0.002", "--top", "2")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert doc["pairing"]["baseline_only_ids"] == [0]
+    assert all(isinstance(t["id"], int) for t in doc["top"])
