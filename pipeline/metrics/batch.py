@@ -20,6 +20,7 @@ from pipeline.metrics.lcs import (
     lcs_mark,
     lcs_mark_bits,
     lcs_mark_bits1,
+    union_lcs_marks_lanes,
 )
 from pipeline.metrics.ngram import bigram_matches, ngram_matches
 
@@ -59,6 +60,28 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         return 0
     for q in range(r_len):
         mark[q] = False
+    if p_len <= 64 and lmasks.shape[1] >= 1 and lmasks.shape[0] >= p_len:
+        # the whole prediction in one word, a lane per line
+        build_masks(tokens, p_start, p_len, loc, lmasks)
+        for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
+            a_start = line_offsets[rl]
+            a_len = line_offsets[rl + 1] - a_start
+            if a_len == 0:
+                continue
+            if a_len >= rows.shape[0]:
+                break
+            off = a_start - r_start
+            union_lcs_marks_lanes(tokens, a_start, a_len, line_offsets,
+                                  text_line_offsets[pred], text_line_offsets[pred + 1], p_start,
+                                  loc, lmasks, rows, mark[off:off + a_len])
+        else:
+            clear_masks(tokens, p_start, p_len, loc)
+            return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref,
+                                 mark)
+        # a reference line too long for `rows`: start over line by line below
+        clear_masks(tokens, p_start, p_len, loc)
+        for q in range(r_len):
+            mark[q] = False
     # The union over prediction lines does not depend on their order, so each prediction
     # line's masks are built once and used against every reference line.
     for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
@@ -86,6 +109,12 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
                 lcs_mark(tokens, a_start, a_len, b_start, b_len, mark[off:off + a_len], tab)
         if bits:
             clear_masks(tokens, b_start, b_len, loc)
+    return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mark)
+
+
+@njit(cache=True, nogil=True)
+def _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mark):
+    """Count marked reference tokens in order, each only while both sides have it left."""
     for q in range(p_start, p_start + p_len):
         cnt_pred[tokens[q]] += 1
     for q in range(r_start, r_start + r_len):
@@ -165,7 +194,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     v = np.zeros(masks.shape[1], dtype=np.uint64)
     row = np.zeros(max_len + 1, dtype=np.int32)
     if need_lsum:
-        lmasks = _bit_scratch(max_line, max_line)
+        lmasks = _bit_scratch(max(max_line, min(max_len, 64)), max_line)
         n_line_words = (max_line + 63) >> 6
         rows = np.zeros(min((max_line + 1) * n_line_words, BIT_WORDS_MAX), dtype=np.uint64)
         mark = np.zeros(max_len, dtype=np.bool_)

@@ -338,21 +338,100 @@ def lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mar
     i = a_len
     j = b_len
     one = np.uint64(1)
-    # LCS value of the current cell; the walk can stop once no match is left to find.
-    left_to_find = b_len - popcount64(v & ((one << np.uint64(b_len)) - one)) if b_len < 64 \
+    # cur = t[i][j], the LCS value of the current cell. Off the diagonal the walk moves to
+    # the larger neighbour, which equals cur, so cur only drops on matches; the walk stops
+    # once no match is left to find.
+    cur = b_len - popcount64(v & ((one << np.uint64(b_len)) - one)) if b_len < 64 \
         else 64 - popcount64(v)
-    while i > 0 and j > 0 and left_to_find > 0:
+    while i > 0 and j > 0 and cur > 0:
         if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
             mark[i - 1] = True
             i -= 1
             j -= 1
-            left_to_find -= 1
+            cur -= 1
+        elif (rows[i] >> np.uint64(j - 1)) & one == 0:
+            # the row rises at column j, so t[i][j-1] = cur - 1 < t[i-1][j] = cur: up
+            i -= 1
         else:
-            # t[i][j-1] > t[i-1][j], with t[r][c] = c - popcount(rows[r] & low_c)
-            left = (j - 1) - popcount64(rows[i] & ((one << np.uint64(j - 1)) - one))
+            # t[i][j-1] = cur: left only if t[i-1][j] = j - popcount(rows[i-1] & low_j) < cur
             up = j - popcount64(rows[i - 1] & ((one << np.uint64(j)) - one)) if j < 64 \
                 else 64 - popcount64(rows[i - 1])
-            if left > up:
+            if up < cur:
                 j -= 1
             else:
                 i -= 1
+
+
+@njit(cache=True, nogil=True)
+def _lane_add(x, y, tops):
+    """x + y computed separately in each lane of bits; ``tops`` has each lane's top bit set.
+
+    Carries never cross from one lane into the next (SWAR addition).
+    """
+    low = ~tops
+    return ((x & low) + (y & low)) ^ ((x ^ y) & tops)
+
+
+@njit(cache=True, nogil=True)
+def union_lcs_marks_lanes(tokens, a_start, a_len, line_offsets, first_line, last_line, p_start,
+                          loc, masks, rows, mark):
+    """Union of rouge-score's backtracked LCSs of one reference line with every prediction line.
+
+    All prediction lines are processed at once: the whole prediction (at most 64 tokens)
+    sits in one word, each line in its own lane of bits, and lane-wise addition keeps the
+    lines' LCS rows apart (Hyyro's recurrence per lane). Then each lane is walked back with
+    rouge-score's tie rule, as :func:`lcs_mark_bits1` does.
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the reference line.
+        a_len: its length.
+        line_offsets: int64 token offsets of lines.
+        first_line: the prediction's first line index.
+        last_line: one past its last line index.
+        p_start: start of the prediction (bit 0 of the word).
+        loc: token -> mask row, from :func:`build_masks` over the whole prediction.
+        masks: match masks over the whole prediction (one word each).
+        rows: uint64 scratch, shape >= a_len + 1.
+        mark: bool, indexed like the reference line; set True on every LCS position.
+    """
+    one = np.uint64(1)
+    tops = np.uint64(0)
+    for pl in range(first_line, last_line):
+        if line_offsets[pl + 1] > line_offsets[pl]:
+            tops |= one << np.uint64(line_offsets[pl + 1] - 1 - p_start)
+    v = _ONES
+    rows[0] = v
+    for i in range(a_len):
+        k = loc[tokens[a_start + i]]
+        if k >= 0:
+            m = masks[k, 0]
+            v = _lane_add(v, v & m, tops) | (v & ~m)
+        rows[i + 1] = v
+    for pl in range(first_line, last_line):
+        b_start = line_offsets[pl]
+        b_len = line_offsets[pl + 1] - b_start
+        if b_len == 0:
+            continue
+        lo = np.uint64(b_start - p_start)  # the lane's first bit
+        below_lane = (one << lo) - one
+        lane = ((one << np.uint64(b_len)) - one) << lo if b_len < 64 else _ONES
+        cur = b_len - popcount64(v & lane)
+        i = a_len
+        j = b_len
+        while i > 0 and j > 0 and cur > 0:
+            if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+                mark[i - 1] = True
+                i -= 1
+                j -= 1
+                cur -= 1
+            elif (rows[i] >> (lo + np.uint64(j - 1))) & one == 0:
+                i -= 1
+            else:
+                top = lo + np.uint64(j)
+                upto = (one << top) - one if top < np.uint64(64) else _ONES
+                up = j - popcount64(rows[i - 1] & upto & ~below_lane)
+                if up < cur:
+                    j -= 1
+                else:
+                    i -= 1
