@@ -88,11 +88,13 @@ class ScoredBatch:
             ``{metric}_reference_units`` (int64) and ``{metric}_reference_index`` (int32; -1
             when the rule pools references or there is none).
         n_zero_token_texts: predictions and references with visible characters but no token.
-
+        truncated: bool, shape (N,): True where the prediction or a reference had more than
+            ``max_tokens`` tokens and was cut (None when no limit was set).
     """
 
     table: pa.Table
     n_zero_token_texts: int = 0
+    truncated: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,10 @@ class Scorer:
         sentence_split: how rougeLsum finds sentences: ``newline`` (rouge-score: lines of
             the text) or ``punctuation`` (also a break after ``.``, ``!`` or ``?`` followed by
             white space; a deviation that works offline, unlike rouge-score's NLTK punkt).
+        max_tokens: when set, a text with more tokens is cut to its first ``max_tokens``
+            tokens before scoring and its example flagged in :attr:`ScoredBatch.truncated`:
+            a guard against pathological inputs (LCS time grows with the product of the
+            lengths). None (the default) scores every token, like rouge-score.
 
     Raises:
         ConfigError: unknown metric, tokenizer, stemmer or rule.
@@ -129,6 +135,7 @@ class Scorer:
     case_sensitive: bool = False
     multi_reference: str = "max"
     sentence_split: str = "newline"
+    max_tokens: int | None = None
     _codes: np.ndarray = field(init=False, repr=False, compare=False)
     _tokenizer: Tokenizer = field(init=False, repr=False, compare=False)
 
@@ -157,12 +164,21 @@ class Scorer:
                 f"{', '.join(SENTENCE_SPLITS)}",
                 hint=did_you_mean(self.sentence_split, SENTENCE_SPLITS))
 
+        if self.max_tokens is not None and (
+                isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
+                or self.max_tokens < 1):
+            raise ConfigError(f"max_tokens must be a whole number >= 1, not {self.max_tokens!r}")
+
     def signature_extra(self) -> dict[str, str]:
         """Signature fields of deviations not covered by the tok/stem/case/ref fields.
 
-        Empty for rouge-score's behaviour; ``{"split": "punct"}`` for punctuation splitting.
+        Empty for rouge-score's behaviour; ``split:punct`` for punctuation splitting and
+        ``maxtok:N`` when texts are cut at N tokens.
         """
-        return {"split": "punct"} if self.sentence_split == "punctuation" else {}
+        extra = {"split": "punct"} if self.sentence_split == "punctuation" else {}
+        if self.max_tokens is not None:
+            extra["maxtok"] = str(self.max_tokens)
+        return extra
 
     def output_schema(self) -> pa.Schema:
         """Schema of :attr:`ScoredBatch.table` for this scorer's metrics."""
@@ -220,6 +236,12 @@ class Scorer:
                         "sentence per line, or use sentence_split='punctuation')",
                         SentenceSplitWarning, stacklevel=2)
         batch = tokenize_batch(texts, tokenizer=self._tokenizer, stemmer=self.stemmer)
+        truncated = None
+        if self.max_tokens is not None:
+            batch, cut = batch.truncated_to(self.max_tokens)
+            example_of_text = np.concatenate([np.arange(n), np.repeat(np.arange(n), n_refs)])
+            truncated = np.zeros(n, dtype=bool)
+            truncated[example_of_text[cut]] = True
         if batch.n_zero_token_texts:
             hint = (" (try tokenizer 'unicode')"
                     if self.tokenizer != "unicode" else "")
@@ -237,7 +259,7 @@ class Scorer:
             arrays += [pa.array(columns[x][:, k]) for x in STATISTICS]
             arrays.append(pa.array(columns["reference_index"][:, k]))
         return ScoredBatch(pa.Table.from_arrays(arrays, schema=self.output_schema()),
-                           batch.n_zero_token_texts)
+                           batch.n_zero_token_texts, truncated)
 
 
 def _flatten_references(references) -> tuple[np.ndarray, list[str | None]]:

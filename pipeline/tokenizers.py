@@ -253,6 +253,26 @@ class TokenizedBatch:
         """Tokens per text, int64 shape (N,)."""
         return np.diff(self.line_offsets[self.text_line_offsets])
 
+    def truncated_to(self, max_tokens: int) -> tuple[TokenizedBatch, np.ndarray]:
+        """Cut every text to its first ``max_tokens`` tokens.
+
+        Returns:
+            The cut batch (self when nothing is cut) and the indices (int64) of the texts
+            that were cut.
+        """
+        counts = self.text_token_counts()
+        cut = np.flatnonzero(counts > max_tokens)
+        if not cut.size:
+            return self, cut
+        starts = self.line_offsets[self.text_line_offsets[:-1]]
+        text_of_token = np.repeat(np.arange(len(counts)), counts)
+        keep = (np.arange(len(self.tokens)) - starts[text_of_token]) < max_tokens
+        kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept_before[1:])
+        return TokenizedBatch(self.tokens[keep], kept_before[self.line_offsets],
+                              self.text_line_offsets, self.vocab_size,
+                              self.n_zero_token_texts), cut
+
 
 def tokenize_batch(
     texts: Sequence[str | None], *, tokenizer: Tokenizer, stemmer: str = "none"

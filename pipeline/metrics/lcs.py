@@ -364,7 +364,7 @@ def lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mar
 
 @njit(cache=True, nogil=True)
 def _lane_add(x, y, tops):
-    """x + y computed separately in each lane of bits; ``tops`` has each lane's top bit set.
+    """Add x and y separately in each lane of bits; ``tops`` has each lane's top bit set.
 
     Carries never cross from one lane into the next (SWAR addition).
     """
