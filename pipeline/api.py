@@ -126,10 +126,8 @@ def score(
 
     """
     from pipeline import __version__
-    from pipeline.aggregate import aggregate, value_columns
-    from pipeline.engine import execute, make_plan, make_runner
+    from pipeline.engine import aggregate_examples, execute, make_plan, make_runner
     from pipeline.io.files import locate
-    from pipeline.io.read import read_columns
     from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
     from pipeline.io.write import (
         AGGREGATE_FILE,
@@ -155,21 +153,16 @@ def score(
         try:
             engine = runner.describe()
             ran = execute(plan, cfg, runner, out, run_id=run_id, progress=progress)
+            seconds.update(ran.seconds)
+            t = time.perf_counter()
+            parts = [p for p in ran.parts if p.name is not None]
+            agg = aggregate_examples(cfg, runner,
+                                     [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts])
+            seconds["aggregate"] = time.perf_counter() - t
         finally:
             t = time.perf_counter()
             runner.close()
             seconds["engine_stop"] = time.perf_counter() - t
-        seconds.update(ran.seconds)
-        t = time.perf_counter()
-        parts = [p for p in ran.parts if p.name is not None]
-        example_files = [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts]
-        numeric = read_columns(example_files, [*cfg.group_by,
-                                               *value_columns(cfg.metrics, cfg.thresholds)])
-        agg = aggregate(numeric, metrics=cfg.metrics, group_by=cfg.group_by,
-                        thresholds=cfg.thresholds, n_bootstrap=cfg.bootstrap,
-                        confidence=cfg.confidence, seed=cfg.seed)
-        del numeric
-        seconds["aggregate"] = time.perf_counter() - t
         t = time.perf_counter()
         signature = str(ran.signature)
         agg_size = write_parquet(agg, out.staged(AGGREGATE_FILE),

@@ -52,8 +52,8 @@ def test_exact_mean_does_not_depend_on_order(values):
 def test_bootstrap_matches_a_plain_implementation():
     rng_values = np.random.default_rng(1).random((300, 4))
     got = bootstrap_means(rng_values, n_bootstrap=500, rng=np.random.default_rng(42))
-    # 500 x 300 draws fit in one chunk: the same draws as one integers() call.
-    idx = np.random.default_rng(42).integers(0, 300, size=(500, 300))
+    # 500 x 300 draws fit in one block: the same draws as one integers() call.
+    idx = np.random.default_rng(42).integers(0, 300, size=(500, 300), dtype=np.uint32)
     want = rng_values[idx].mean(axis=1)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
@@ -74,10 +74,15 @@ def test_interval_is_the_percentile_of_the_bootstrap_means():
     agg = aggregate(t, metrics=("rouge1", "rougeL"), n_bootstrap=300, confidence=0.9, seed=11)
     measures = [f"{m}_{x}" for m in ("rouge1", "rougeL") for x in MEASURES]
     values = np.column_stack([t.column(c).to_numpy() for c in measures])
-    boot = bootstrap_means(values, n_bootstrap=300, rng=np.random.default_rng(11))
+    # Chunks of 50 resamples, chunk c drawn from default_rng([seed, c]).
+    boot = np.concatenate([
+        values[np.random.default_rng([11, c]).integers(0, 400, size=(50, 400),
+                                                        dtype=np.uint32)].mean(axis=1)
+        for c in range(6)])
     low, high = np.quantile(boot, [0.05, 0.95], axis=0)
     for j, r in enumerate(_rows(agg, scope="all", statistic="mean")):
-        assert (r["ci_low"], r["ci_high"]) == (low[j], high[j])
+        assert r["ci_low"] == pytest.approx(low[j], rel=1e-12)
+        assert r["ci_high"] == pytest.approx(high[j], rel=1e-12)
         assert r["ci_low"] < r["mean"] < r["ci_high"]
 
 
@@ -146,3 +151,15 @@ def test_single_example_interval_is_the_value():
     agg = aggregate(t, metrics=("rouge1",), n_bootstrap=50)
     for r in agg.to_pylist():
         assert r["ci_low"] == r["mean"] == r["ci_high"]
+
+
+def test_where_and_in_which_order_chunks_run_does_not_matter():
+    t = _examples(300)
+
+    def backwards(fn, args_list):
+        return [fn(*args) for args in reversed(args_list)][::-1]
+
+    a = aggregate(t, metrics=("rouge1",), group_by=("system",), n_bootstrap=230)
+    b = aggregate(t, metrics=("rouge1",), group_by=("system",), n_bootstrap=230,
+                  map_chunks=backwards)
+    assert a.equals(b)

@@ -197,3 +197,20 @@ def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
         assert had_token or not TOKEN.exists()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_bootstrap_spread_over_ray_workers_gives_the_same_intervals(ray_run, monkeypatch):
+    from pipeline.engine import run as engine_run
+    from pipeline.engine.ray_runner import RayRunner
+    from pipeline.io.files import locate
+
+    out, _, _ = ray_run
+    files = [locate(str(p)) for p in sorted((out / "examples").iterdir())]
+    cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rougeL", "fmeasure", 0.3),))
+    monkeypatch.setattr(engine_run, "DISTRIBUTE_MIN_DRAWS", 0)
+    runner = RayRunner()  # reuses the session's instance
+    try:
+        spread = engine_run.aggregate_examples(cfg, runner, files)
+    finally:
+        runner.close()
+    assert spread.equals(pq.read_table(out / "aggregate.parquet").replace_schema_metadata())

@@ -30,6 +30,10 @@ class Runner(Protocol):
         """
         ...
 
+    def put(self, value: Any) -> Any:
+        """Store a large value once; the handle can be passed to many submissions."""
+        ...
+
     def as_completed(self, handles: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """Yield ``(position in handles, result)`` as the work finishes.
 

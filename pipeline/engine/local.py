@@ -52,6 +52,10 @@ class LocalRunner:
         call = _Deferred(fn, args)
         return call if num_returns == 1 else [_Item(call, i) for i in range(num_returns)]
 
+    def put(self, value: Any) -> Any:
+        """Return the value itself: everything is in this process already."""
+        return value
+
     def as_completed(self, handles: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """Compute the handles in order, yielding each result."""
         for i, h in enumerate(handles):

@@ -146,6 +146,10 @@ class RayRunner:
         refs = self._remote(fn, num_returns).remote(*args)
         return list(refs) if num_returns > 1 else refs
 
+    def put(self, value: Any) -> Any:
+        """Put a value in Ray's object store once (workers on a node share it, zero-copy)."""
+        return self._ray.put(value)
+
     def as_completed(self, handles: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """Yield ``(position, result)`` as tasks finish (see the Runner protocol)."""
         ray = self._ray

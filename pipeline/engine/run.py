@@ -13,6 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
+from pipeline.aggregate import MapChunks, aggregate, value_columns
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
 from pipeline.engine.plan import Plan, Unit
@@ -26,11 +30,16 @@ from pipeline.engine.tasks import (
     score_partition,
     split_unit,
 )
+from pipeline.io.files import Location
+from pipeline.io.read import read_columns
 from pipeline.io.write import EXAMPLES_DIR, OutputDir
 from pipeline.signature import Signature
 
 # progress(stage, done, total): stage is "check" or "score"; done/total count partitions.
 Progress = Callable[[str, int, int], None]
+# Below this many resample draws (examples x resamples x levels) the bootstrap runs on the
+# driver: spreading it costs more than it saves. The result is the same either way.
+DISTRIBUTE_MIN_DRAWS = 50_000_000
 
 
 @dataclass
@@ -143,6 +152,46 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
         seconds={"read_check": t1 - t0, "score": t2 - t1},
         task_seconds={"check": sum(c.seconds for c in checks),
                       "score": sum(p.seconds for p in parts)})
+
+
+def chunk_mapper(runner: Runner) -> MapChunks:
+    """Run bootstrap chunks as tasks on ``runner`` (large arrays are stored once)."""
+
+    def map_chunks(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
+        stored: dict[int, Any] = {}
+
+        def ref(arg: Any) -> Any:
+            if isinstance(arg, np.ndarray) and arg.nbytes > 1 << 20:
+                if id(arg) not in stored:
+                    stored[id(arg)] = runner.put(arg)
+                return stored[id(arg)]
+            return arg
+
+        handles = [runner.submit(fn, *[ref(a) for a in args]) for args in args_list]
+        return _collect(runner, handles, "aggregate", None)
+
+    return map_chunks
+
+
+def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location]
+                       ) -> pa.Table:
+    """Read the examples' numeric (and group) columns and aggregate them.
+
+    Text is never read. The bootstrap is spread over ``runner``'s workers when it is large
+    (see :data:`DISTRIBUTE_MIN_DRAWS`); the result does not depend on where it ran.
+
+    Raises:
+        InputError: no example.
+
+    """
+    numeric = read_columns(example_files, [*config.group_by,
+                                           *value_columns(config.metrics, config.thresholds)])
+    draws = numeric.num_rows * config.bootstrap * (2 if config.group_by else 1)
+    distribute = runner.name != "local" and draws >= DISTRIBUTE_MIN_DRAWS
+    return aggregate(numeric, metrics=config.metrics, group_by=config.group_by,
+                     thresholds=config.thresholds, n_bootstrap=config.bootstrap,
+                     confidence=config.confidence, seed=config.seed,
+                     map_chunks=chunk_mapper(runner) if distribute else None)
 
 
 def make_runner(config: ScoreConfig) -> Runner:

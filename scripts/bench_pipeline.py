@@ -1,0 +1,252 @@
+"""Benchmark: Parquet -> Parquet scoring, `overlap score` against the simplest user script.
+
+    .venv/bin/python scripts/bench_pipeline.py                 # 100k and 1M rows
+    .venv/bin/python scripts/bench_pipeline.py --rows 100000   # one size
+
+Inputs are (prediction, reference) pairs resampled with replacement from real data: the
+bundled REALSumm texts, plus SummEval and the ROUGE-1.5.5 sample from ../shared/data when
+present (first reference of each), so lengths are realistic. They are written once per size
+under --workdir as 8 shards of predictions with a `references` list<string> column
+(layout "inline"), and again as 8 shards of predictions plus a separate one-row-per-
+reference table in 5 shards, shuffled differently (layout "rows": the join by id).
+
+Variants, each run as its own process and timed from outside (wall clock with
+time.perf_counter around subprocess.run; driver peak RSS from /usr/bin/time; peak of the
+whole process tree, Ray's workers included, as the sum of /proc/PID/smaps_rollup Pss over
+the tree sampled every 0.2 s):
+
+- baseline: pyarrow read -> rouge_score_rs RougeScorer.score_batch -> pyarrow write (the
+  script in BASELINE below, run with `python -c`); rouge-score-rs scores on every core.
+- overlap: `overlap score` with the default config (local Ray, bootstrap 1000), inline.
+- overlap --bootstrap 0: the same without intervals (the baseline computes none).
+- overlap rows: the default config on the separate references table (join by id).
+
+Per-example fmeasures of `overlap score` are checked against the baseline's (rouge-score-rs
+returns rouge-score's values, as we do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+N_PRED_SHARDS = 8
+N_REF_SHARDS = 5
+
+BASELINE = r"""
+import sys
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rouge_score_rs import RougeScorer
+
+src, dst = sys.argv[1], sys.argv[2]
+table = pq.read_table(src)
+scorer = RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"])
+scores = scorer.score_batch(pc.list_element(table["references"], 0).to_pylist(),
+                            table["prediction"].to_pylist())
+columns = {"id": table["id"]}
+for m in ["rouge1", "rouge2", "rougeL", "rougeLsum"]:
+    columns[f"{m}_precision"] = [s[m].precision for s in scores]
+    columns[f"{m}_recall"] = [s[m].recall for s in scores]
+    columns[f"{m}_fmeasure"] = [s[m].fmeasure for s in scores]
+pq.write_table(pa.table(columns), dst)
+"""
+
+
+def text_pool() -> tuple[list[str], list[str]]:
+    """(prediction, first reference) pairs from the bundled and shared data."""
+    preds = pq.read_table(ROOT / "pipeline" / "data" / "realsumm" / "predictions")
+    refs = pq.read_table(ROOT / "pipeline" / "data" / "realsumm" / "references.parquet")
+    first = refs.group_by("id", use_threads=False).aggregate([("reference", "list")])
+    pos = pc.index_in(preds["id"], value_set=first["id"])
+    pairs_p = preds["prediction"].to_pylist()
+    pairs_r = pc.list_element(first["reference_list"].take(pos), 0).to_pylist()
+    for name in ("summeval_multiref11", "sl2003_rouge_sample_multiref4"):
+        path = SHARED / name / "examples.parquet"
+        if path.exists():
+            t = pq.read_table(path, columns=["prediction", "references"])
+            pairs_p += t["prediction"].to_pylist()
+            pairs_r += pc.list_element(t["references"], 0).to_pylist()
+    return pairs_p, pairs_r
+
+
+def make_inputs(workdir: Path, n: int) -> dict[str, Path]:
+    """Write (once) the inline and rows layouts of n resampled examples."""
+    base = workdir / f"in-{n}"
+    done = base / "_READY"
+    paths = {"inline": base / "inline", "preds": base / "preds", "refs": base / "refs"}
+    if done.exists():
+        return paths
+    preds, refs = text_pool()
+    rng = np.random.default_rng(n)
+    pick = rng.integers(0, len(preds), size=n)
+    ids = pa.array([f"ex{i:08d}" for i in range(n)])
+    systems = pa.array([f"system{i % 16:02d}" for i in range(n)])
+    p = pa.array(preds).take(pa.array(pick))
+    r = pa.array(refs).take(pa.array(pick))
+    ref_lists = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), r)
+    inline = pa.table({"id": ids, "system": systems, "prediction": p, "references": ref_lists})
+    for key in paths:
+        paths[key].mkdir(parents=True, exist_ok=True)
+    order = rng.permutation(n)
+    for i, chunk in enumerate(np.array_split(np.arange(n), N_PRED_SHARDS)):
+        pq.write_table(inline.take(pa.array(chunk)), paths["inline"] / f"part-{i:04d}.parquet")
+        pq.write_table(inline.drop_columns(["references"]).take(pa.array(order[chunk])),
+                       paths["preds"] / f"part-{i:04d}.parquet")
+    rows = pa.table({"id": ids, "reference": r}).take(pa.array(rng.permutation(n)))
+    for i, chunk in enumerate(np.array_split(np.arange(n), N_REF_SHARDS)):
+        pq.write_table(rows.take(pa.array(chunk)), paths["refs"] / f"refs-{i:04d}.parquet")
+    done.write_text("ok\n")
+    return paths
+
+
+def _tree(pid: int) -> list[int]:
+    """pid and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run(cmd: list[str], *, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run a command under /usr/bin/time; wall seconds, driver and tree peak memory."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        start = time.perf_counter()
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", tf.name, *cmd],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        peak = [0]
+
+        def sample() -> None:
+            while proc.poll() is None:
+                peak[0] = max(peak[0], sum(_pss_kb(p) for p in _tree(proc.pid)))
+                time.sleep(0.2)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        out, err = proc.communicate()
+        wall = time.perf_counter() - start
+        sampler.join()
+        if proc.returncode != 0:
+            sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{err}")
+        driver_kb = int(tf.read().strip().splitlines()[-1])
+    return {"seconds": wall, "driver_mb": driver_kb / 1024, "tree_mb": peak[0] / 1024}
+
+
+def check_agreement(baseline_out: Path, overlap_out: Path) -> str:
+    base = pq.read_table(baseline_out)
+    ours = pq.read_table(overlap_out / "examples")
+    pos = pc.index_in(base["id"], value_set=ours["id"])
+    ours = ours.take(pos)
+    bad = sum(int(pc.sum(pc.not_equal(base[f"{m}_fmeasure"], ours[f"{m}_fmeasure"])).as_py())
+              for m in METRICS)
+    return "all equal" if bad == 0 else f"{bad} values differ"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, action="append",
+                        help="sizes to run (repeatable; default 100000 and 1000000)")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
+                                                          "overlap-bench"))
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    sizes = args.rows or [100_000, 1_000_000]
+    work = Path(args.workdir)
+    overlap = str(Path(sys.executable).with_name("overlap"))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    results = []
+    for n in sizes:
+        paths = make_inputs(work, n)
+        out = work / f"out-{n}"
+        out.mkdir(exist_ok=True)
+        variants = [
+            ("baseline (pyarrow + rouge-score-rs)",
+             [sys.executable, "-c", BASELINE, str(paths["inline"]), str(out / "base.parquet")]),
+            ("overlap score (default config)",
+             [overlap, "score", str(paths["inline"]), "--output", str(out / "ovl"),
+              "--overwrite"]),
+            ("overlap score --bootstrap 0",
+             [overlap, "score", str(paths["inline"]), "--output", str(out / "ovl0"),
+              "--overwrite", "--bootstrap", "0"]),
+            ("overlap score, separate references (join)",
+             [overlap, "score", str(paths["preds"]), "--references", str(paths["refs"]),
+              "--output", str(out / "ovlj"), "--overwrite"]),
+        ]
+        for name, cmd in variants:
+            print(f"{n:>9,} rows  {name} ...", file=sys.stderr, flush=True)
+            r = run(cmd, env=env)
+            r.update(rows=n, variant=name, rows_per_s=n / r["seconds"])
+            results.append(r)
+        agreement = check_agreement(out / "base.parquet", out / "ovl")
+        results[-3]["agreement"] = agreement
+
+    print()
+    print(f"machine: {os.cpu_count()} CPUs; load average at the end "
+          f"{os.getloadavg()[0]:.2f}")
+    print()
+    print("| rows | variant | wall s | rows/s | vs baseline | driver peak RSS MB | "
+          "tree peak PSS MB |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        rows = [r for r in results if r["rows"] == n]
+        base = rows[0]["rows_per_s"]
+        for r in rows:
+            print(f"| {n:,} | {r['variant']} | {r['seconds']:.1f} | {r['rows_per_s']:,.0f} | "
+                  f"{r['rows_per_s'] / base:.2f}x | {r['driver_mb']:,.0f} | "
+                  f"{r['tree_mb']:,.0f} |")
+    print()
+    for r in results:
+        if "agreement" in r:
+            print(f"{r['rows']:,} rows: overlap vs baseline per-example fmeasure: "
+                  f"{r['agreement']}")
+    target = [r for r in results if r["rows"] == 1_000_000]
+    if target:
+        ratio = target[1]["rows_per_s"] / target[0]["rows_per_s"]
+        print(f"target >= 2.00x the baseline's throughput at 1M rows: measured {ratio:.2f}x "
+              f"({'met' if ratio >= 2 else 'NOT met'})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
