@@ -136,6 +136,22 @@ def test_lcs_invariants_and_kernels_agree(a, b):
     assert (loc == -1).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 9), min_size=0, max_size=40), min_size=1, max_size=5),
+       st.lists(st.lists(st.integers(0, 9), min_size=0, max_size=40), min_size=1, max_size=5))
+def test_union_lcs_of_long_multi_line_texts_matches_the_reference(pred_lines, ref_lines):
+    """Predictions of up to 200 tokens over several lines: one-word, two-word and
+    line-by-line kernel paths against the plain reference."""
+    pred = "\n".join(" ".join(f"w{t}" for t in line) for line in pred_lines)
+    ref = "\n".join(" ".join(f"w{t}" for t in line) for line in ref_lines)
+    table = Scorer(metrics=("rougeL", "rougeLsum")).score_batch([pred, ref],
+                                                                 [[ref], [pred]]).table
+    for i, (p, r) in enumerate(((pred, ref), (ref, pred))):
+        for m in ("rougeL", "rougeLsum"):
+            assert table.column(f"{m}_matches")[i].as_py() == \
+                reference_rouge.statistics(p, r, m)[0], m
+
+
 def test_identical_texts_score_one():
     text = "The cat sat on the mat.\nIt purred, loudly!"
     row = Scorer(metrics=METRICS).score_batch([text], [[text]]).table.to_pylist()[0]

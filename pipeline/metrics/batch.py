@@ -17,10 +17,12 @@ from pipeline.metrics.lcs import (
     clear_masks,
     lcs_length,
     lcs_length_bits,
+    lcs_length_bits2,
     lcs_mark,
     lcs_mark_bits,
     lcs_mark_bits1,
     union_lcs_marks_lanes,
+    union_lcs_marks_lanes2,
 )
 from pipeline.metrics.ngram import bigram_matches, ngram_matches
 
@@ -60,20 +62,26 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         return 0
     for q in range(r_len):
         mark[q] = False
-    if p_len <= 64 and lmasks.shape[1] >= 1 and lmasks.shape[0] >= p_len:
-        # the whole prediction in one word, a lane per line
+    n_words = (p_len + 63) >> 6
+    if n_words <= 2 and lmasks.shape[1] >= n_words and lmasks.shape[0] >= p_len:
+        # the whole prediction in one or two words, a lane of bits per line
         build_masks(tokens, p_start, p_len, loc, lmasks)
         for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
             a_start = line_offsets[rl]
             a_len = line_offsets[rl + 1] - a_start
             if a_len == 0:
                 continue
-            if a_len >= rows.shape[0]:
+            if n_words * (a_len + 1) > rows.shape[0]:
                 break
             off = a_start - r_start
-            union_lcs_marks_lanes(tokens, a_start, a_len, line_offsets,
-                                  text_line_offsets[pred], text_line_offsets[pred + 1], p_start,
-                                  loc, lmasks, rows, mark[off:off + a_len])
+            if n_words == 1:
+                union_lcs_marks_lanes(tokens, a_start, a_len, line_offsets,
+                                      text_line_offsets[pred], text_line_offsets[pred + 1],
+                                      p_start, loc, lmasks, rows, mark[off:off + a_len])
+            else:
+                union_lcs_marks_lanes2(tokens, a_start, a_len, line_offsets,
+                                       text_line_offsets[pred], text_line_offsets[pred + 1],
+                                       p_start, loc, lmasks, rows, mark[off:off + a_len])
         else:
             clear_masks(tokens, p_start, p_len, loc)
             return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref,
@@ -194,9 +202,11 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     v = np.zeros(masks.shape[1], dtype=np.uint64)
     row = np.zeros(max_len + 1, dtype=np.int32)
     if need_lsum:
-        lmasks = _bit_scratch(max(max_line, min(max_len, 64)), max_line)
+        lane_cols = max(max_line, min(max_len, 128))  # whole predictions of <= 128 tokens
+        lmasks = _bit_scratch(lane_cols, lane_cols)
         n_line_words = (max_line + 63) >> 6
-        rows = np.zeros(min((max_line + 1) * n_line_words, BIT_WORDS_MAX), dtype=np.uint64)
+        rows = np.zeros(min((max_line + 1) * max(n_line_words, 2), BIT_WORDS_MAX),
+                        dtype=np.uint64)
         mark = np.zeros(max_len, dtype=np.bool_)
         tab = np.zeros(min(FULL_TABLE_MAX_CELLS, (max_line + 1) * (max_line + 1)),
                        dtype=np.int32)
@@ -231,7 +241,12 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                             clear_masks(tokens, masked_start, masked_len, loc)
                         build_masks(tokens, p_start, p_len, loc, masks)
                         masked, masked_start, masked_len = pred, p_start, p_len
-                    out[p, k, 0] = lcs_length_bits(tokens, r_start, r_len, p_len, loc, masks, v)
+                    if n_words == 2:
+                        out[p, k, 0] = lcs_length_bits2(tokens, r_start, r_len, p_len, loc,
+                                                        masks)
+                    else:
+                        out[p, k, 0] = lcs_length_bits(tokens, r_start, r_len, p_len, loc,
+                                                       masks, v)
                 else:
                     # rouge-score's table has reference rows and prediction columns.
                     out[p, k, 0] = lcs_length(tokens, r_start, r_len, p_start, p_len, row)

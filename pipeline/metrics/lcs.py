@@ -435,3 +435,141 @@ def union_lcs_marks_lanes(tokens, a_start, a_len, line_offsets, first_line, last
                     j -= 1
                 else:
                     i -= 1
+
+
+# ---------------------------------------------------------------------------------------
+# Two-word versions: texts of 65 to 128 tokens, the commonest length of summaries, with the
+# row held as (lo, hi) in registers and the carry written out.
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _step2(lo, hi, m_lo, m_hi, tops_lo, tops_hi):
+    """One row of the lane-wise recurrence on a two-word row (no lanes: tops = 0)."""
+    u_lo = lo & m_lo
+    u_hi = hi & m_hi
+    a_lo = lo & ~tops_lo
+    a_hi = hi & ~tops_hi
+    b_lo = u_lo & ~tops_lo
+    b_hi = u_hi & ~tops_hi
+    s_lo = a_lo + b_lo
+    carry = np.uint64(1) if s_lo < a_lo else np.uint64(0)
+    s_hi = a_hi + b_hi + carry
+    s_lo ^= (lo ^ u_lo) & tops_lo
+    s_hi ^= (hi ^ u_hi) & tops_hi
+    return s_lo | (lo & ~m_lo), s_hi | (hi & ~m_hi)
+
+
+@njit(cache=True, nogil=True)
+def _ones_in2(lo, hi, start, stop):
+    """Set bits of the two-word value (lo, hi) in bit positions start..stop-1."""
+    one = np.uint64(1)
+    n = 0
+    if start < 64:
+        top = min(stop, 64)
+        w = lo >> np.uint64(start)
+        if top - start < 64:
+            w &= (one << np.uint64(top - start)) - one
+        n += popcount64(w)
+    if stop > 64:
+        first = max(start, 64) - 64
+        w = hi >> np.uint64(first)
+        if stop - 64 - first < 64:
+            w &= (one << np.uint64(stop - 64 - first)) - one
+        n += popcount64(w)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _bit2(lo, hi, pos):
+    if pos < 64:
+        return (lo >> np.uint64(pos)) & np.uint64(1)
+    return (hi >> np.uint64(pos - 64)) & np.uint64(1)
+
+
+@njit(cache=True, nogil=True)
+def lcs_length_bits2(tokens, a_start, a_len, b_len, loc, masks):
+    """:func:`lcs_length_bits` for a column sequence of 65 to 128 tokens (two words a row).
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length.
+        b_len: length of the column sequence, 64 < b_len <= 128.
+        loc: token -> mask row, from :func:`build_masks` over the column sequence.
+        masks: match masks, shape (>= distinct tokens, >= 2).
+
+    Returns:
+        LCS length.
+    """
+    lo = _ONES
+    hi = _ONES
+    zero = np.uint64(0)
+    for i in range(a_len):
+        k = loc[tokens[a_start + i]]
+        if k >= 0:
+            lo, hi = _step2(lo, hi, masks[k, 0], masks[k, 1], zero, zero)
+    return b_len - _ones_in2(lo, hi, 0, b_len)
+
+
+@njit(cache=True, nogil=True)
+def union_lcs_marks_lanes2(tokens, a_start, a_len, line_offsets, first_line, last_line,
+                           p_start, loc, masks, rows, mark):
+    """:func:`union_lcs_marks_lanes` for a prediction of 65 to 128 tokens (two words a row).
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the reference line.
+        a_len: its length.
+        line_offsets: int64 token offsets of lines.
+        first_line: the prediction's first line index.
+        last_line: one past its last line index.
+        p_start: start of the prediction (bit 0 of the row).
+        loc: token -> mask row, from :func:`build_masks` over the whole prediction.
+        masks: match masks over the whole prediction, two words each.
+        rows: uint64 scratch, shape >= 2 * (a_len + 1).
+        mark: bool, indexed like the reference line; set True on every LCS position.
+    """
+    one = np.uint64(1)
+    tops_lo = np.uint64(0)
+    tops_hi = np.uint64(0)
+    for pl in range(first_line, last_line):
+        if line_offsets[pl + 1] > line_offsets[pl]:
+            top = line_offsets[pl + 1] - 1 - p_start
+            if top < 64:
+                tops_lo |= one << np.uint64(top)
+            else:
+                tops_hi |= one << np.uint64(top - 64)
+    lo = _ONES
+    hi = _ONES
+    rows[0] = lo
+    rows[1] = hi
+    for i in range(a_len):
+        k = loc[tokens[a_start + i]]
+        if k >= 0:
+            lo, hi = _step2(lo, hi, masks[k, 0], masks[k, 1], tops_lo, tops_hi)
+        rows[2 * i + 2] = lo
+        rows[2 * i + 3] = hi
+    for pl in range(first_line, last_line):
+        b_start = line_offsets[pl]
+        b_len = line_offsets[pl + 1] - b_start
+        if b_len == 0:
+            continue
+        first = b_start - p_start
+        cur = b_len - _ones_in2(lo, hi, first, first + b_len)
+        i = a_len
+        j = b_len
+        while i > 0 and j > 0 and cur > 0:
+            if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+                mark[i - 1] = True
+                i -= 1
+                j -= 1
+                cur -= 1
+            elif _bit2(rows[2 * i], rows[2 * i + 1], first + j - 1) == 0:
+                i -= 1
+            else:
+                up = j - _ones_in2(rows[2 * i - 2], rows[2 * i - 1], first, first + j)
+                if up < cur:
+                    j -= 1
+                else:
+                    i -= 1
