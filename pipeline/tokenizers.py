@@ -52,6 +52,7 @@ class Tokenizer:
     _normalize: Callable[[str], str]
     _split: Callable[[pa.Array], pa.ListArray]
     _to_bytes: Callable[[str], bytes] | None = None
+    _byte_table: np.ndarray | None = None
 
     def normalize(self, text: str) -> str:
         """Return the text as the splitter sees it (case-folded and/or NFKC-normalized)."""
@@ -85,6 +86,8 @@ _KEEP_LOWER = b"abcdefghijklmnopqrstuvwxyz0123456789"
 _TABLE_LOWER = bytes((c + 32) if 65 <= c <= 90 else b
                      for c, b in enumerate(_separator_table(_KEEP_LOWER)))
 _TABLE_MIXED = _separator_table(_KEEP_LOWER + _KEEP_LOWER.upper())
+_CLASS_LOWER = np.frombuffer(_TABLE_LOWER, dtype=np.uint8)
+_CLASS_MIXED = np.frombuffer(_TABLE_MIXED, dtype=np.uint8)
 # The only non-ASCII characters whose str.lower() contains ASCII letters or digits
 # (checked over all of Unicode): LATIN CAPITAL LETTER I WITH DOT ABOVE -> "i" + U+0307, and
 # KELVIN SIGN -> "k". Every other non-ASCII character is a separator for rouge-score.
@@ -98,12 +101,13 @@ def _rouge_score_bytes(text: str) -> bytes:
     for char, lowered in _LOWER_TO_ASCII:
         if char in text:
             text = text.replace(char, lowered)
-    # UTF-8 puts every non-ASCII character in bytes >= 0x80, which the table makes separators.
-    return text.encode("utf-8", "surrogatepass").translate(_TABLE_LOWER)
+    # UTF-8 puts every non-ASCII character in bytes >= 0x80, which the table makes separators
+    # (the compiled tokenizer reads every byte through the table).
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _rouge_score_bytes_mixed(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass").translate(_TABLE_MIXED)
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _rouge_score_split(pattern: str) -> Callable[[pa.Array], pa.ListArray]:
@@ -163,9 +167,10 @@ def get_tokenizer(name: str, *, case_sensitive: bool = False) -> Tokenizer:
         if case_sensitive:
             return Tokenizer(name, True, "rouge-score runs of [A-Za-z0-9], case kept",
                              _identity, _rouge_score_split(r"[^A-Za-z0-9]+"),
-                             _rouge_score_bytes_mixed)
+                             _rouge_score_bytes_mixed, _CLASS_MIXED)
         return Tokenizer(name, False, "rouge-score 0.1.2: lowercase, runs of [a-z0-9]",
-                         _lower, _rouge_score_split(r"[^a-z0-9]+"), _rouge_score_bytes)
+                         _lower, _rouge_score_split(r"[^a-z0-9]+"), _rouge_score_bytes,
+                         _CLASS_LOWER)
     if name == "unicode":
         return Tokenizer(name, case_sensitive,
                          "NFKC + casefold; runs of letters/marks/digits; CJK/Thai per character",
@@ -294,8 +299,9 @@ def tokenize_batch(
     if stemmer not in STEMMERS:
         raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {', '.join(STEMMERS)}",
                           hint=did_you_mean(stemmer, STEMMERS))
-    if tokenizer._to_bytes is not None:
-        ids, line_offsets, text_line_offsets, dictionary = _split_bytes(texts, tokenizer._to_bytes)
+    if tokenizer._to_bytes is not None and tokenizer._byte_table is not None:
+        ids, line_offsets, text_line_offsets, dictionary = _split_bytes(
+            texts, tokenizer._to_bytes, tokenizer._byte_table)
     else:
         ids, line_offsets, text_line_offsets, dictionary = _split_arrow(texts, tokenizer)
     if stemmer == "porter" and len(dictionary):
@@ -313,19 +319,20 @@ def tokenize_batch(
     return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
 
 
-def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes]):
+def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
+                 table: np.ndarray):
     from pipeline.metrics.bytes_tokens import tokenize_bytes
 
-    # One pass of lower/encode/translate over the whole batch, texts joined by NUL (which the
-    # translation keeps and nothing else produces); per text only if a text contains a NUL.
+    # One encoding pass over the whole batch, texts joined by NUL (which UTF-8 produces for
+    # U+0000 only); per text only if a text contains a NUL itself.
     plain = [t or "" for t in texts]
-    joined = "\0".join(plain)
-    if joined.count("\0") == max(len(plain) - 1, 0):
-        raw = to_bytes(joined)
-        buf = np.frombuffer(raw, dtype=np.uint8)
+    raw = to_bytes("\0".join(plain))
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    nul = np.flatnonzero(buf == 0)
+    if len(nul) == max(len(plain) - 1, 0):
         offsets = np.empty(len(plain) + 1, dtype=np.int64)
         offsets[0] = 0
-        offsets[1:-1] = np.flatnonzero(buf == 0) + 1
+        offsets[1:-1] = nul + 1
         offsets[-1] = len(raw)
     else:
         encoded = [to_bytes(t.replace("\0", " ")) for t in plain]
@@ -335,7 +342,8 @@ def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes]):
         offsets[-1] -= 1  # no NUL after the last text
         raw = b"\0".join(encoded)
         buf = np.frombuffer(raw, dtype=np.uint8)
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(buf, offsets)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(buf, offsets,
+                                                                                table)
     return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
 
 

@@ -1,7 +1,8 @@
-"""Compiled tokenization of ASCII byte buffers into integer ids (rouge-score's rule).
+"""Compiled tokenization of byte buffers into integer ids (rouge-score's rule).
 
-Input is the batch's texts translated to bytes in which every separator is a space, line
-breaks are ``\\n`` and a NUL may end a text, so a token is a maximal run of other bytes.
+Every byte is read through a class table: separators map to a space, line breaks to
+``\\n``, a NUL may end a text, and token bytes map to themselves (or lowercase), so a token
+is a maximal run of bytes whose class is above 32.
 Ids are assigned in order of first occurrence through an open-addressing table that compares
 token bytes exactly (the hash only places them).
 """
@@ -18,10 +19,20 @@ _NEWLINE = 10
 
 _MIX = np.uint64(0xFF51AFD7ED558CCD)
 _LONG = np.uint64(1 << 63)
+_EMPTY = -1  # id word of an empty slot (all bits set)
 
 
 @njit(cache=True, nogil=True)
-def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_offsets, ids,
+def _empty_slots(cap):
+    """A table of ``cap`` slots, each (key, id) side by side in one uint64 array."""
+    slots = np.zeros(2 * cap, dtype=np.uint64)
+    for h in range(cap):
+        slots[2 * h + 1] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    return slots
+
+
+@njit(cache=True, nogil=True)
+def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets, ids,
                    line_offsets, text_line_offsets):
     """Tokenize from ``state`` on; return 1 to ask for bigger tables, 0 when done.
 
@@ -34,7 +45,7 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_off
     """
     n_texts = text_offsets.shape[0] - 1
     t, q, line, n_tok, n_ids = state[0], state[1], state[2], state[3], state[4]
-    cap = slot_id.shape[0]
+    cap = slots.shape[0] >> 1
     mask = cap - 1
     while t < n_texts:
         end = text_offsets[t + 1]
@@ -44,8 +55,8 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_off
             line += 1
             q = text_offsets[t]
         while q < end:
-            c = buf[q]
-            if c <= _SPACE:  # space, NUL or newline: the only bytes <= 32 here
+            c = table[buf[q]]
+            if c <= _SPACE:  # space, NUL or newline: the only classes <= 32
                 if c == _NEWLINE:
                     line_offsets[line] = n_tok
                     line += 1
@@ -54,24 +65,27 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_off
             s = q
             key = np.uint64(0)
             shift = np.uint64(0)
-            while q < end and buf[q] > _SPACE:
+            while q < end:
+                c = table[buf[q]]
+                if c <= _SPACE:
+                    break
                 if shift < np.uint64(64):
-                    key |= np.uint64(buf[q]) << shift
+                    key |= np.uint64(c) << shift
                     shift += np.uint64(8)
                 q += 1
             length = q - s
             if length > 8:
                 key = np.uint64(5381)
                 for z in range(s, q):
-                    key = (key << np.uint64(5)) + key + np.uint64(buf[z])
+                    key = (key << np.uint64(5)) + key + np.uint64(table[buf[z]])
                 key |= _LONG
             full = key ^ (key >> np.uint64(33))
             full *= _MIX
             full ^= full >> np.uint64(33)
             h = np.int64(full & np.uint64(mask))
             while True:
-                k = slot_id[h]
-                if k == -1:
+                k = np.int64(slots[2 * h + 1])
+                if k == _EMPTY:
                     a = vocab_offsets[n_ids]
                     if (2 * (n_ids + 1) > cap or n_ids + 2 > vocab_offsets.shape[0]
                             or a + length > arena.shape[0]):
@@ -80,20 +94,20 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_off
                         return 1
                     k = n_ids
                     for z in range(length):
-                        arena[a + z] = buf[s + z]
+                        arena[a + z] = table[buf[s + z]]
                     vocab_offsets[k + 1] = a + length
-                    slot_id[h] = k
-                    slot_key[h] = key
+                    slots[2 * h] = key
+                    slots[2 * h + 1] = np.uint64(k)
                     n_ids += 1
                     break
-                if slot_key[h] == key:
+                if slots[2 * h] == key:
                     if length <= 8:
                         break
                     a = vocab_offsets[k]
                     if vocab_offsets[k + 1] - a == length:
                         same = True
                         for z in range(length):
-                            if buf[s + z] != arena[a + z]:
+                            if table[buf[s + z]] != arena[a + z]:
                                 same = False
                                 break
                         if same:
@@ -110,36 +124,37 @@ def _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_off
 
 
 @njit(cache=True, nogil=True)
-def _grow(slot_id, slot_key, arena, vocab_offsets, n_ids):
-    cap = slot_id.shape[0] * 2 if 2 * (n_ids + 1) > slot_id.shape[0] else slot_id.shape[0]
+def _grow(slots, arena, vocab_offsets, n_ids):
+    old_cap = slots.shape[0] >> 1
+    cap = old_cap * 2 if 2 * (n_ids + 1) > old_cap else old_cap
     mask = cap - 1
-    new_id = np.full(cap, -1, dtype=np.int32)
-    new_key = np.zeros(cap, dtype=np.uint64)
-    for o in range(slot_id.shape[0]):
-        if slot_id[o] != -1:
-            key = slot_key[o]
+    new = _empty_slots(cap)
+    for o in range(old_cap):
+        if np.int64(slots[2 * o + 1]) != _EMPTY:
+            key = slots[2 * o]
             full = key ^ (key >> np.uint64(33))
             full *= _MIX
             full ^= full >> np.uint64(33)
             h = np.int64(full & np.uint64(mask))
-            while new_id[h] != -1:
+            while np.int64(new[2 * h + 1]) != _EMPTY:
                 h = (h + 1) & mask
-            new_id[h] = slot_id[o]
-            new_key[h] = key
+            new[2 * h] = key
+            new[2 * h + 1] = slots[2 * o + 1]
     new_arena = np.empty(arena.shape[0] * 2, dtype=np.uint8)
     new_arena[:arena.shape[0]] = arena
     new_off = np.zeros(vocab_offsets.shape[0] * 2, dtype=np.int64)
     new_off[:vocab_offsets.shape[0]] = vocab_offsets
-    return new_id, new_key, new_arena, new_off
+    return new, new_arena, new_off
 
 
 @njit(cache=True, nogil=True)
-def tokenize_bytes(buf, text_offsets):
+def tokenize_bytes(buf, text_offsets, table):
     """Split texts into lines and tokens and give each distinct token an id.
 
     Args:
-        buf: uint8, shape (B,), the texts concatenated; bytes 32 (space) and 0 (NUL)
-            separate tokens, 10 (newline) also ends a line.
+        buf: uint8, shape (B,), the texts concatenated (UTF-8).
+        table: uint8, shape (256,), each byte's class: 32 separator, 0 text end (NUL),
+            10 line end, anything above 32 a token byte, mapped (e.g. lowercased).
         text_offsets: int64, shape (N + 1,), text i is
             ``buf[text_offsets[i]:text_offsets[i+1]]``.
 
@@ -159,16 +174,14 @@ def tokenize_bytes(buf, text_offsets):
     ids = np.empty(buf.shape[0] // 2 + 1, dtype=np.int32)
     line_offsets = np.empty(n_lines + 1, dtype=np.int64)
     text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
-    slot_id = np.full(1 << 12, -1, dtype=np.int32)
-    slot_key = np.zeros(1 << 12, dtype=np.uint64)
+    slots = _empty_slots(1 << 12)
     arena = np.empty(1 << 14, dtype=np.uint8)
     vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
     state = np.zeros(5, dtype=np.int64)
     state[1] = -1
-    while _tokenize_into(buf, text_offsets, state, slot_id, slot_key, arena, vocab_offsets,
+    while _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
                          ids, line_offsets, text_line_offsets):
-        slot_id, slot_key, arena, vocab_offsets = _grow(slot_id, slot_key, arena,
-                                                        vocab_offsets, state[4])
+        slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
     n_tok = state[3]
     n_ids = state[4]
     return (ids[:n_tok].copy(), line_offsets, text_line_offsets,
