@@ -7,7 +7,7 @@ Library use::
 """
 
 from pipeline.api import score_texts
-from pipeline.scoring import DEFAULT_METRICS, METRICS, Scorer, ScoredBatch
+from pipeline.scoring import DEFAULT_METRICS, METRICS, ScoredBatch, Scorer
 
 __version__ = "0.1.0"
 

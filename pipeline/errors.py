@@ -25,6 +25,7 @@ class PipelineError(Exception):
     Args:
         message: one line that names the file, column or example ids at fault.
         hint: optional second sentence telling the user what to do.
+
     """
 
     exit_code = 2
@@ -88,6 +89,7 @@ def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str | None:
     Args:
         name: the unknown name the user gave.
         choices: the valid names.
+
     """
     import difflib
 

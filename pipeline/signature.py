@@ -27,6 +27,7 @@ class Signature:
 
     Attributes:
         fields: the settings in signature order; values are strings without ``|``.
+
     """
 
     fields: tuple[tuple[str, str], ...] = field(default_factory=tuple)
@@ -44,6 +45,7 @@ class Signature:
 
         Raises:
             ValueError: a part without ``:``.
+
         """
         parts = []
         for part in text.strip().split("|"):
@@ -86,6 +88,7 @@ def build_signature(
         confidence: confidence level in (0, 1).
         seed: bootstrap seed (None is written ``none``).
         extra: further ``key: value`` settings (e.g. ``maxtok``), written before ``version``.
+
     """
     from pipeline import __version__
 
