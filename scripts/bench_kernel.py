@@ -120,7 +120,7 @@ def run_rs(preds, refs, stem):
     return [scorer.score_multi(r, p) for p, r in zip(preds, refs, strict=True)]
 
 
-def run_ours(preds, refs, stem, batch_size=2048):
+def run_ours(preds, refs, stem, batch_size=8192):
     from pipeline import Scorer
 
     scorer = Scorer(metrics=tuple(METRICS), stemmer="porter" if stem else "none")

@@ -18,6 +18,7 @@ from pipeline.metrics.lcs import (
     lcs_length_bits,
     lcs_mark,
     lcs_mark_bits,
+    lcs_mark_bits_ckpt,
 )
 
 from . import reference_rouge
@@ -132,6 +133,9 @@ def test_lcs_invariants_and_kernels_agree(a, b):
     mark = np.zeros(max(n, 1), dtype=np.bool_)
     lcs_mark_bits(tokens, 0, n, n, m, loc, masks, rows, mark)
     assert list(np.flatnonzero(mark[:n])) == want
+    mark = np.zeros(max(n, 1), dtype=np.bool_)
+    lcs_mark_bits_ckpt(tokens, 0, n, n, m, loc, masks, mark)
+    assert list(np.flatnonzero(mark[:n])) == want
     clear_masks(tokens, n, m, loc)
     assert (loc == -1).all()
 
@@ -150,6 +154,22 @@ def test_union_lcs_of_long_multi_line_texts_matches_the_reference(pred_lines, re
         for m in ("rougeL", "rougeLsum"):
             assert table.column(f"{m}_matches")[i].as_py() == \
                 reference_rouge.statistics(p, r, m)[0], m
+
+
+@pytest.mark.parametrize("length", [700, 2500])
+def test_checkpointed_bit_rows_walk_the_same_lcs_as_the_whole_table(length):
+    rng = np.random.default_rng(length)
+    a = rng.integers(0, 30, length).tolist()
+    b = rng.integers(0, 30, length + 37).tolist()
+    tokens, n, m = _arrays(a, b)
+    want = np.zeros(n, dtype=np.bool_)
+    lcs_mark(tokens, 0, n, n, m, want, np.zeros((n + 1) * (m + 1), dtype=np.int32))
+    loc = np.full(30, -1, dtype=np.int32)
+    masks = np.zeros((30, (m + 63) // 64), dtype=np.uint64)
+    build_masks(tokens, n, m, loc, masks)
+    got = np.zeros(n, dtype=np.bool_)
+    lcs_mark_bits_ckpt(tokens, 0, n, n, m, loc, masks, got)
+    assert want.sum() > length // 5 and (got == want).all()
 
 
 def test_identical_texts_score_one():

@@ -21,6 +21,7 @@ from pipeline.metrics.lcs import (
     lcs_mark,
     lcs_mark_bits,
     lcs_mark_bits1,
+    lcs_mark_bits_ckpt,
     union_lcs_marks_lanes,
     union_lcs_marks_lanes2,
 )
@@ -28,6 +29,9 @@ from pipeline.metrics.ngram import bigram_matches, ngram_matches
 
 ROUGE_L = 0
 ROUGE_LSUM = -1
+# Bit rows of one reference line x prediction line kept whole (2 MiB); past it the rows
+# are checkpointed (lcs_mark_bits_ckpt).
+ROW_WORDS_MAX = 1 << 18
 
 
 @njit(cache=True, nogil=True)
@@ -63,7 +67,8 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
     for q in range(r_len):
         mark[q] = False
     n_words = (p_len + 63) >> 6
-    if n_words <= 2 and lmasks.shape[1] >= n_words and lmasks.shape[0] >= p_len:
+    if n_words <= 2 and lmasks.shape[1] >= n_words and lmasks.shape[0] >= min(p_len,
+                                                                               loc.shape[0]):
         # the whole prediction in one or two words, a lane of bits per line
         build_masks(tokens, p_start, p_len, loc, lmasks)
         for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
@@ -98,7 +103,7 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         if b_len == 0:
             continue
         n_words = (b_len + 63) >> 6
-        bits = b_len <= lmasks.shape[0] and n_words <= lmasks.shape[1]
+        bits = min(b_len, loc.shape[0]) <= lmasks.shape[0] and n_words <= lmasks.shape[1]
         if bits:
             build_masks(tokens, b_start, b_len, loc, lmasks)
         for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
@@ -113,6 +118,9 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
             elif bits and (a_len + 1) * n_words <= rows.shape[0]:
                 lcs_mark_bits(tokens, a_start, a_len, b_start, b_len, loc, lmasks, rows,
                               mark[off:off + a_len])
+            elif bits:
+                lcs_mark_bits_ckpt(tokens, a_start, a_len, b_start, b_len, loc, lmasks,
+                                   mark[off:off + a_len])
             else:
                 lcs_mark(tokens, a_start, a_len, b_start, b_len, mark[off:off + a_len], tab)
         if bits:
@@ -144,7 +152,11 @@ def _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mar
 
 @njit(cache=True, nogil=True)
 def _bit_scratch(max_rows, max_cols):
-    """A (rows, words) uint64 array for masks of sequences up to max_cols long, or (1, 1)."""
+    """A (rows, words) uint64 array for masks of sequences up to max_cols long, or (1, 1).
+
+    ``max_rows`` bounds the distinct tokens of such a sequence (its length, or the
+    vocabulary size when smaller).
+    """
     n_words = (max_cols + 63) >> 6
     if max_rows * n_words <= BIT_WORDS_MAX:
         return np.zeros((max(max_rows, 1), max(n_words, 1)), dtype=np.uint64)
@@ -198,18 +210,21 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     cnt_pred = np.zeros(vocab_size, dtype=np.int32)
     cnt_ref = np.zeros(vocab_size, dtype=np.int32)
     loc = np.full(vocab_size, -1, dtype=np.int32)
-    masks = _bit_scratch(max_len if need_l else 0, max_len)
+    masks = _bit_scratch(min(max_len, vocab_size) if need_l else 0, max_len)
     v = np.zeros(masks.shape[1], dtype=np.uint64)
     row = np.zeros(max_len + 1, dtype=np.int32)
     if need_lsum:
         lane_cols = max(max_line, min(max_len, 128))  # whole predictions of <= 128 tokens
-        lmasks = _bit_scratch(lane_cols, lane_cols)
+        lmasks = _bit_scratch(min(lane_cols, vocab_size), lane_cols)
         n_line_words = (max_line + 63) >> 6
-        rows = np.zeros(min((max_line + 1) * max(n_line_words, 2), BIT_WORDS_MAX),
+        # whole bit tables up to ROW_WORDS_MAX words; longer lines are checkpointed
+        rows = np.zeros(min((max_line + 1) * max(n_line_words, 2), ROW_WORDS_MAX),
                         dtype=np.uint64)
         mark = np.zeros(max_len, dtype=np.bool_)
-        tab = np.zeros(min(FULL_TABLE_MAX_CELLS, (max_line + 1) * (max_line + 1)),
-                       dtype=np.int32)
+        # int32 table for the rare lines the bit kernels cannot take; when it would be large
+        # those are checkpointed instead (lcs_mark), so keep it small
+        cells = (max_line + 1) * (max_line + 1)
+        tab = np.zeros(cells if cells <= FULL_TABLE_MAX_CELLS else 1, dtype=np.int32)
     else:
         lmasks = np.zeros((1, 1), dtype=np.uint64)
         rows = np.zeros(1, dtype=np.uint64)
@@ -235,7 +250,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                                              slot_pos, slot_cnt, used)
             elif code == ROUGE_L:
                 n_words = (p_len + 63) >> 6
-                if p_len <= masks.shape[0] and n_words <= masks.shape[1]:
+                if min(p_len, vocab_size) <= masks.shape[0] and n_words <= masks.shape[1]:
                     if masked != pred:
                         if masked >= 0:
                             clear_masks(tokens, masked_start, masked_len, loc)
