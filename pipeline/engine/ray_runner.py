@@ -137,8 +137,11 @@ class RayRunner:
     def _remote(self, fn: Callable[..., Any], num_returns: int) -> Any:
         key = (fn, num_returns)
         if key not in self._remotes:
+            # SPREAD: tasks are alike and CPU-bound, so balance them over the nodes rather
+            # than packing them where their inputs are.
             self._remotes[key] = self._ray.remote(fn).options(
-                num_returns=num_returns, max_retries=MAX_RETRIES, retry_exceptions=False)
+                num_returns=num_returns, max_retries=MAX_RETRIES, retry_exceptions=False,
+                scheduling_strategy="SPREAD")
         return self._remotes[key]
 
     def submit(self, fn: Callable[..., Any], *args: Any, num_returns: int = 1) -> Any:

@@ -73,14 +73,16 @@ def scoring_settings(config: ScoreConfig) -> ScoringSettings:
                            thresholds=config.thresholds)
 
 
-def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress | None
-             ) -> list[Any]:
+def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress | None,
+             on_done: Callable[[int], None] | None = None) -> list[Any]:
     results: list[Any] = [None] * len(handles)
     done = 0
     try:
         for i, result in runner.as_completed(handles):
             results[i] = result
             done += 1
+            if on_done is not None:
+                on_done(i)
             if progress is not None:
                 progress(stage, done, len(handles))
     except BaseException:
@@ -118,14 +120,19 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
 
     pred_pieces = [split(u) for u in plan.prediction_units]
     ref_pieces = [split(u) for u in plan.reference_units]
-
-    def pieces(b: int) -> list[Any]:
-        return [p[b] for p in pred_pieces] + [r[b] for r in ref_pieces]
-
     n_pred = len(pred_pieces)
+    # Handles of each partition's pieces; dropped once the partition is written, so the
+    # object store can free them.
+    pieces: list[list[Any] | None] = [
+        [p[b] for p in pred_pieces] + [r[b] for r in ref_pieces] for b in range(n)]
+    del pred_pieces, ref_pieces
+
+    def release(b: int) -> None:
+        pieces[b] = None
+
     checks: list[PartitionCheck] = _collect(
-        runner, [runner.submit(check_partition, spec, b, n_pred, *pieces(b)) for b in range(n)],
-        "check", progress)
+        runner, [runner.submit(check_partition, spec, b, n_pred, *(pieces[b] or []))
+                 for b in range(n)], "check", progress)
     problems = Problems()
     for c in checks:
         problems.merge(c.problems)
@@ -144,8 +151,8 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     parts: list[PartitionResult] = _collect(runner, [
         runner.submit(score_partition, spec, settings, b,
                       examples.child(plan.part_name(b)).uri, run_id, str(signature), n_pred,
-                      *pieces(b))
-        for b in range(n)], "score", progress)
+                      *(pieces[b] or []))
+        for b in range(n)], "score", progress, on_done=release)
     t2 = time.perf_counter()
     return Execution(
         signature=signature, n_references=n_refs, checks=checks, parts=parts,
