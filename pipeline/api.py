@@ -119,14 +119,17 @@ def score(
 
     Raises:
         ConfigError: invalid settings or run id.
-        InputError: missing files or columns, bad types, ids without references (or the
-            reverse), duplicate ids, empty references.
+        InputError: missing, unreadable or empty files, missing columns, bad types, ids
+            without references (or the reverse) or empty references unless the config
+            skips them, duplicate ids, texts over ``max_tokens`` with
+            ``on_long_text="error"``, no example left to score.
         OutputExistsError: a complete output exists and ``overwrite`` is False.
         ExecutionError: Ray or the storage failed.
 
     """
     from pipeline import __version__
     from pipeline.engine import aggregate_examples, execute, make_plan, make_runner
+    from pipeline.engine.tasks import SKIP_REASONS
     from pipeline.io.files import locate
     from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
     from pipeline.io.write import (
@@ -198,7 +201,12 @@ def score(
                 "prediction_rows": plan.prediction_rows,
                 "reference_rows": plan.reference_rows,
                 "examples_scored": n_scored,
-                "skipped": {},
+                "skipped": {k: ran.skipped.counts.get(k, 0) for k in SKIP_REASONS},
+                "skipped_ids": {k: ran.skipped.samples[k] for k in SKIP_REASONS
+                                if ran.skipped.counts.get(k)},
+                "missing_predictions_scored_zero": sum(p.n_missing_predictions
+                                                       for p in ran.parts),
+                "truncated_examples": sum(p.n_truncated for p in ran.parts),
                 "null_predictions": sum(p.n_null_predictions for p in ran.parts),
                 "zero_token_texts": sum(p.n_zero_token_texts for p in ran.parts),
                 "one_line_multi_sentence_texts": sum(p.n_one_line_texts for p in ran.parts),

@@ -24,6 +24,11 @@ from pipeline.signature import Signature, build_signature
 
 ENGINES = ("ray", "local")
 DEFAULT_SEED = 12345
+# What to do with ids present on one side only, empty reference lists and over-long texts.
+ON_MISSING = ("error", "skip", "zero")
+ON_EMPTY_REFERENCES = ("error", "skip")
+ON_LONG_TEXT = ("truncate", "error")
+DEFAULT_MAX_TOKENS = 100_000
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,18 @@ class ScoreConfig:
         confidence: two-sided confidence level, in (0, 1).
         seed: seed of the bootstrap's ``numpy.random.default_rng``.
         thresholds: pass/fail gates; one ``passed_...`` column and pass-rate rows each.
+        on_missing: ids present on one side only: ``error`` (the run fails naming them),
+            ``skip`` (predictions without references and references without predictions are
+            left out and counted) or ``zero`` (a reference id without a prediction is scored
+            as an empty prediction, so 0; predictions without references are left out and
+            counted, as with ``skip``).
+        on_empty_references: examples whose reference list is null or empty, or holds a
+            null reference: ``error`` or ``skip`` (left out and counted).
+        max_tokens: a text (prediction or reference) with more tokens than this is cut to
+            its first ``max_tokens`` tokens (signature field ``maxtok:N``): a guard against
+            pathological inputs, >= 1.
+        on_long_text: ``truncate`` (cut, flag the example in the ``truncated`` column and
+            count it) or ``error`` (the run fails naming the examples).
         engine: ``ray`` (local instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
         num_cpus: CPUs of a local Ray instance; None means every CPU of this machine.
@@ -129,6 +146,10 @@ class ScoreConfig:
     confidence: float = 0.95
     seed: int = DEFAULT_SEED
     thresholds: tuple[Threshold, ...] = ()
+    on_missing: str = "error"
+    on_empty_references: str = "error"
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    on_long_text: str = "truncate"
     engine: str = "ray"
     address: str | None = None
     num_cpus: int | None = None
@@ -163,6 +184,13 @@ class ScoreConfig:
             if t.column in seen:
                 raise ConfigError(f"threshold {t}: {t.metric}.{t.measure} has two thresholds")
             seen.add(t.column)
+        for key, choices in (("on_missing", ON_MISSING),
+                             ("on_empty_references", ON_EMPTY_REFERENCES),
+                             ("on_long_text", ON_LONG_TEXT)):
+            value = getattr(self, key)
+            if value not in choices:
+                raise ConfigError(f"{key}: unknown value {value!r}; choose one of "
+                                  f"{', '.join(choices)}", hint=did_you_mean(value, choices))
         if self.engine not in ENGINES:
             raise ConfigError(f"engine: unknown engine {self.engine!r}; choose one of "
                               f"{', '.join(ENGINES)}", hint=did_you_mean(self.engine, ENGINES))
@@ -180,7 +208,7 @@ class ScoreConfig:
         """
         return Scorer(metrics=self.metrics, tokenizer=self.tokenizer, stemmer=self.stemmer,
                       case_sensitive=self.case_sensitive, multi_reference=self.multi_reference,
-                      sentence_split=self.sentence_split)
+                      sentence_split=self.sentence_split, max_tokens=self.max_tokens)
 
     def signature(self, *, n_references: int | str) -> Signature:
         """Return the run's signature (see :mod:`pipeline.signature`).
@@ -306,6 +334,10 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "confidence": ("confidence", _as_float),
     "seed": ("seed", _as_int),
     "threshold": ("thresholds", _as_thresholds),
+    "on_missing": ("on_missing", _as_str),
+    "on_empty_references": ("on_empty_references", _as_str),
+    "max_tokens": ("max_tokens", _as_int),
+    "on_long_text": ("on_long_text", _as_str),
     "engine": ("engine", _as_str),
     "address": ("address", _as_opt_str),
     "num_cpus": ("num_cpus", _as_opt_int),
@@ -383,5 +415,6 @@ def resolve_config(*layers: Mapping[str, Any] | None) -> ScoreConfig:
     return ScoreConfig(**kwargs)
 
 
-__all__ = ["CONFIG_KEYS", "DEFAULT_SEED", "ENGINES", "ScoreConfig", "Threshold",
-           "load_config_file", "resolve_config"]
+__all__ = ["CONFIG_KEYS", "DEFAULT_MAX_TOKENS", "DEFAULT_SEED", "ENGINES", "ON_EMPTY_REFERENCES",
+           "ON_LONG_TEXT", "ON_MISSING", "ScoreConfig", "Threshold", "load_config_file",
+           "resolve_config"]

@@ -45,7 +45,8 @@ def test_missing_prediction_column_lists_the_columns(tmp_path):
 def test_reference_column_of_the_wrong_type(tmp_path):
     p = _write(tmp_path / "p.parquet", id=["a"], prediction=["x"])
     r = _write(tmp_path / "r.parquet", id=["a"], reference=[3])
-    with pytest.raises(InputError, match="column 'reference' is int64; expected"):
+    with pytest.raises(InputError, match=r"column 'reference' is int64 in .*r\.parquet; "
+                                         "expected"):
         _score(tmp_path, p, r)
 
 
@@ -71,7 +72,7 @@ def test_predictions_without_references_name_five_ids_and_the_count(tmp_path):
     r = _write(tmp_path / "r.parquet", id=ids[:4], reference=["x"] * 4)
     with pytest.raises(InputError) as err:
         _score(tmp_path, p, r, partition_rows=3)
-    message = str(err.value)
+    message = err.value.message
     assert message.startswith("8 predictions have no references (ids: ")
     assert message.count("'ex") == 5 and message.endswith(", ...)")
 
@@ -170,5 +171,7 @@ def test_null_list_in_a_references_list_table(tmp_path):
                references=pa.array([["x"], None], pa.list_(pa.string())))
     with pytest.raises(InputError) as err:
         _score(tmp_path, p, r)
-    assert str(err.value) == ("1 predictions have no references (ids: 'c'); 1 examples have "
-                              "an empty or null list of references (ids: 'b')")
+    assert err.value.message == ("1 predictions have no references (ids: 'c'); 1 examples "
+                                 "have an empty or null list of references (ids: 'b')")
+    assert err.value.hint == ("--on-missing skip or zero scores the rest; "
+                              "--on-empty-references skip leaves them out")

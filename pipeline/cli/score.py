@@ -2,8 +2,8 @@
 
 Each command gathers the flags that were given, layers them over ``--config`` (flags win),
 makes one library call and prints the result. Library errors are printed as one line
-(``Error: ...``) and the process exits with the error's code (2 bad usage or input, 3 output
-exists, 4 execution failure).
+(``Error: ...``, line breaks of underlying messages joined) and the process exits with the
+error's code (2 bad usage or input, 3 output exists, 4 execution failure).
 """
 
 from __future__ import annotations
@@ -16,9 +16,29 @@ from typing import Any
 import click
 
 from pipeline.cli import main
-from pipeline.errors import PipelineError
+from pipeline.config import ENGINES, ON_EMPTY_REFERENCES, ON_LONG_TEXT, ON_MISSING
+from pipeline.errors import PipelineError, did_you_mean
 from pipeline.scoring import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
 from pipeline.tokenizers import STEMMERS, TOKENIZERS
+
+
+class _Choice(click.Choice):
+    """``click.Choice`` whose refusal adds "did you mean ...?" for a near miss."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as err:
+            hint = did_you_mean(str(value), [str(c) for c in self.choices])
+            if not hint:
+                raise
+            self.fail(f"{err.message} ({hint})", param, ctx)
+
+
+def one_line(err: Exception) -> str:
+    """The error's message on one line (messages of pyarrow and others may span several)."""
+    return " ".join(part.strip() for part in str(err).splitlines() if part.strip())
 
 
 def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,17 +48,20 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="YAML settings file (see configs/default.yaml); flags override it."),
         click.option("--metrics", help="Comma-separated metrics: rouge1..rouge9, rougeL, "
                      "rougeLsum.  [default: rouge1,rouge2,rougeL,rougeLsum]"),
-        click.option("--tokenizer", type=click.Choice(TOKENIZERS),
+        click.option("--tokenizer", type=_Choice(TOKENIZERS),
                      help="Tokenizer.  [default: rouge-score]"),
-        click.option("--stemmer", type=click.Choice(STEMMERS),
+        click.option("--stemmer", type=_Choice(STEMMERS),
                      help="Porter stemming as rouge-score use_stemmer=True.  [default: none]"),
         click.option("--case-sensitive/--no-case-sensitive", default=None,
                      help="Keep case when tokenizing.  [default: no]"),
-        click.option("--multi-reference", type=click.Choice(MULTI_REFERENCE_RULES),
+        click.option("--multi-reference", type=_Choice(MULTI_REFERENCE_RULES),
                      help="How several references combine.  [default: max]"),
-        click.option("--sentence-split", type=click.Choice(SENTENCE_SPLITS),
+        click.option("--sentence-split", type=_Choice(SENTENCE_SPLITS),
                      help="How rougeLsum finds sentences: newline (rouge-score) or "
                           "punctuation.  [default: newline]"),
+        click.option("--max-tokens", type=int, metavar="N",
+                     help="Cut texts longer than N tokens (signature maxtok:N); see "
+                          "--on-long-text.  [default: 100000]"),
         click.option("--bootstrap", type=int, metavar="N",
                      help="Bootstrap resamples for the intervals; 0 turns them off.  "
                           "[default: 1000]"),
@@ -80,7 +103,16 @@ def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
                    "column and pass rates.")
 @click.option("--keep-text/--no-keep-text", default=None,
               help="Copy the prediction text into the examples (column 'prediction').")
-@click.option("--engine", type=click.Choice(["ray", "local"]),
+@click.option("--on-missing", type=_Choice(ON_MISSING),
+              help="Ids on one side only: error; skip (leave out, count); zero (a reference "
+                   "id without a prediction scores as an empty prediction).  [default: error]")
+@click.option("--on-empty-references", type=_Choice(ON_EMPTY_REFERENCES),
+              help="Null or empty reference lists, null references: error, or skip (leave "
+                   "out, count).  [default: error]")
+@click.option("--on-long-text", type=_Choice(ON_LONG_TEXT),
+              help="Texts over --max-tokens: truncate (cut, flag in column 'truncated', "
+                   "count) or error.  [default: truncate]")
+@click.option("--engine", type=_Choice(ENGINES),
               help="ray (local instance or --address) or local (in-process, small inputs).  "
                    "[default: ray]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
@@ -114,7 +146,7 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     except PipelineError as err:
         if progress:
             progress.clear()
-        click.echo(f"Error: {err}", err=True)
+        click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)
     if progress:
         progress.clear()
@@ -136,7 +168,7 @@ def signature_command(ctx: click.Context, config_file: str | None, n_references:
                                      param_hint="--n-references")
         nrefs: int | str = n_references if n_references == "var" else int(n_references)
     except PipelineError as err:
-        click.echo(f"Error: {err}", err=True)
+        click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)
     click.echo(str(config.signature(n_references=nrefs)))
 
@@ -241,6 +273,17 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
     if counts.get("zero_token_texts"):
         out.append(f"note: {counts['zero_token_texts']} non-empty texts produced no token "
                    f"with tokenizer {config['tokenizer']} (try --tokenizer unicode)")
+    skipped = {k: n for k, n in (counts.get("skipped") or {}).items() if n}
+    if skipped:
+        out.append(f"note: {sum(skipped.values())} examples left out (" + ", ".join(
+            f"{k.replace('_', ' ')}: {n}" for k, n in skipped.items())
+            + "); their first ids are in manifest.json counts.skipped_ids")
+    if counts.get("missing_predictions_scored_zero"):
+        out.append(f"note: {counts['missing_predictions_scored_zero']} reference ids without a "
+                   "prediction were scored as empty predictions (--on-missing zero)")
+    if counts.get("truncated_examples"):
+        out.append(f"note: {counts['truncated_examples']} examples had a text cut at "
+                   f"{config.get('max_tokens')} tokens (column 'truncated')")
     n_files = len(manifest["outputs"]["examples"])
     out.append(f"output: {manifest['output']}  (examples/: {n_files} file(s), "
                "aggregate.parquet, manifest.json, _SUCCESS)")

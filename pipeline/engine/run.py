@@ -30,6 +30,7 @@ from pipeline.engine.tasks import (
     score_partition,
     split_unit,
 )
+from pipeline.errors import InputError
 from pipeline.io.files import Location
 from pipeline.io.read import read_columns
 from pipeline.io.write import EXAMPLES_DIR, OutputDir
@@ -53,6 +54,7 @@ class Execution:
         parts: one per partition, in partition order.
         seconds: wall seconds per stage (``read_check``, ``score``).
         task_seconds: seconds spent inside tasks per stage, summed over tasks.
+        skipped: examples left out by ``on_missing``/``on_empty_references``, by reason.
 
     """
 
@@ -62,6 +64,7 @@ class Execution:
     parts: list[PartitionResult]
     seconds: dict[str, float] = field(default_factory=dict)
     task_seconds: dict[str, float] = field(default_factory=dict)
+    skipped: Problems = field(default_factory=Problems)
 
 
 def scoring_settings(config: ScoreConfig) -> ScoringSettings:
@@ -70,7 +73,8 @@ def scoring_settings(config: ScoreConfig) -> ScoringSettings:
                            stemmer=config.stemmer, case_sensitive=config.case_sensitive,
                            multi_reference=config.multi_reference,
                            sentence_split=config.sentence_split,
-                           thresholds=config.thresholds)
+                           thresholds=config.thresholds, max_tokens=config.max_tokens,
+                           on_long_text=config.on_long_text)
 
 
 def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress | None,
@@ -139,7 +143,13 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     err = problems.error()
     if err is not None:
         raise err
+    skipped = Problems()
+    for c in checks:
+        skipped.merge(c.skipped)
     with_examples = [c for c in checks if c.n_examples]
+    if not with_examples:
+        why = skipped.error()
+        raise InputError("no example left to score" + (f": {why.message}" if why else ""))
     lo = min(c.min_references for c in with_examples)
     hi = max(c.max_references for c in with_examples)
     n_refs: int | str = lo if lo == hi else "var"
@@ -153,12 +163,19 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
                       examples.child(plan.part_name(b)).uri, run_id, str(signature), n_pred,
                       *(pieces[b] or []))
         for b in range(n)], "score", progress, on_done=release)
+    too_long = Problems()
+    for p in parts:
+        too_long.merge(p.problems)
+    err = too_long.error()
+    if err is not None:
+        raise InputError(f"{err.message} ({config.max_tokens} tokens)", hint=err.hint)
     t2 = time.perf_counter()
     return Execution(
         signature=signature, n_references=n_refs, checks=checks, parts=parts,
         seconds={"read_check": t1 - t0, "score": t2 - t1},
         task_seconds={"check": sum(c.seconds for c in checks),
-                      "score": sum(p.seconds for p in parts)})
+                      "score": sum(p.seconds for p in parts)},
+        skipped=skipped)
 
 
 def chunk_mapper(runner: Runner) -> MapChunks:

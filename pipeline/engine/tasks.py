@@ -34,6 +34,7 @@ from pipeline.io.schema import (
     RUN_ID_KEY,
     SIGNATURE_KEY,
     TEXT_COLUMN,
+    TRUNCATED_COLUMN,
     InputSpec,
     normalize,
 )
@@ -52,6 +53,18 @@ PROBLEMS = {
     "duplicate_reference_id": "ids occur more than once in the references list table",
     "no_reference": "examples have an empty or null list of references",
     "null_reference": "references are null",
+    "long_text": "examples have a text longer than max_tokens",
+}
+# Why examples are left out with on_missing/on_empty_references "skip" (manifest
+# counts.skipped): the problem kinds above that a setting turns into skips.
+SKIP_REASONS = ("missing_references", "orphan_references", "no_reference", "null_reference")
+# How a user makes the run go on despite a problem kind (the error's hint).
+_REMEDIES = {
+    "missing_references": "--on-missing skip or zero scores the rest",
+    "orphan_references": "--on-missing skip or zero scores the rest",
+    "no_reference": "--on-empty-references skip leaves them out",
+    "null_reference": "--on-empty-references skip leaves them out",
+    "long_text": "raise --max-tokens, or --on-long-text truncate cuts and flags them",
 }
 
 
@@ -63,6 +76,8 @@ class ScoringSettings:
         metrics, tokenizer, stemmer, case_sensitive, multi_reference, sentence_split: as in
             :class:`pipeline.scoring.Scorer`.
         thresholds: pass/fail gates, one ``passed_...`` column each.
+        max_tokens: texts are cut at this many tokens (None: no limit).
+        on_long_text: ``truncate`` (flag the example) or ``error`` (report it as a problem).
 
     """
 
@@ -73,6 +88,8 @@ class ScoringSettings:
     multi_reference: str
     sentence_split: str = "newline"
     thresholds: tuple[Threshold, ...] = ()
+    max_tokens: int | None = None
+    on_long_text: str = "truncate"
 
 
 @functools.lru_cache(maxsize=4)
@@ -81,7 +98,7 @@ def _scorer(settings: ScoringSettings) -> Scorer:
     return Scorer(metrics=settings.metrics, tokenizer=settings.tokenizer,
                   stemmer=settings.stemmer, case_sensitive=settings.case_sensitive,
                   multi_reference=settings.multi_reference,
-                  sentence_split=settings.sentence_split)
+                  sentence_split=settings.sentence_split, max_tokens=settings.max_tokens)
 
 
 @dataclass
@@ -119,7 +136,10 @@ class Problems:
                 ids = ", ".join(repr(i) for i in self.samples.get(kind, []))
                 more = ", ..." if n > len(self.samples.get(kind, [])) else ""
                 parts.append(f"{n} {text} (ids: {ids}{more})")
-        return InputError("; ".join(parts)) if parts else None
+        remedies = dict.fromkeys(_REMEDIES[k] for k in PROBLEMS
+                                 if self.counts.get(k) and k in _REMEDIES)
+        return InputError("; ".join(parts), hint="; ".join(remedies) or None) if parts \
+            else None
 
 
 @dataclass
@@ -128,10 +148,11 @@ class PartitionCheck:
 
     Attributes:
         index: the partition.
-        n_examples: prediction rows in the partition.
+        n_examples: examples to score in the partition (after skipping).
         min_references, max_references: references per example (0 and 0 when empty).
         problems: what would stop the run.
         seconds: time spent in the task.
+        skipped: examples left out by ``on_missing``/``on_empty_references``, by reason.
 
     """
 
@@ -141,6 +162,7 @@ class PartitionCheck:
     max_references: int
     problems: Problems
     seconds: float
+    skipped: Problems = field(default_factory=Problems)
 
 
 @dataclass
@@ -157,6 +179,10 @@ class PartitionResult:
         n_one_line_texts: texts with several sentences on one line (rougeLsum equals rougeL
             for them unless ``sentence_split`` is ``punctuation``).
         seconds: time spent in the task.
+        n_truncated: examples with a text cut at ``max_tokens``.
+        n_missing_predictions: reference ids without a prediction, scored as an empty
+            prediction (``on_missing="zero"``).
+        problems: texts over ``max_tokens`` with ``on_long_text="error"`` (nothing written).
 
     """
 
@@ -168,6 +194,9 @@ class PartitionResult:
     n_zero_token_texts: int
     n_one_line_texts: int
     seconds: float
+    n_truncated: int = 0
+    n_missing_predictions: int = 0
+    problems: Problems = field(default_factory=Problems)
 
 
 def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
@@ -217,6 +246,8 @@ class _Joined:
     predictions: pa.Table
     references: pa.Array  # large_list<large_string>, aligned with predictions
     problems: Problems
+    skipped: Problems  # examples left out, by reason
+    n_missing_predictions: int = 0  # rows added for reference ids without a prediction
 
 
 def _concat(pieces: Sequence[pa.Table]) -> pa.Table:
@@ -225,8 +256,14 @@ def _concat(pieces: Sequence[pa.Table]) -> pa.Table:
 
 def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence[pa.Table]
           ) -> _Joined:
-    """Gather one partition: predictions in input order, each with its list of references."""
-    problems = Problems()
+    """Gather one partition: predictions in input order, each with its list of references.
+
+    Ids on one side only and empty reference lists are problems, or are left out (counted
+    in ``skipped``) or, for reference ids without a prediction and ``on_missing="zero"``,
+    appended as rows with a null prediction, as ``spec`` says.
+    """
+    problems, skipped = Problems(), Problems()
+    missing_kind = problems if spec.on_missing == "error" else skipped
     preds = _concat(pred_pieces).combine_chunks()
     ids = preds.column(spec.id_column)
     counts = pc.value_counts(ids)
@@ -235,14 +272,16 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
         problems.add("duplicate_prediction_id", dup.field("values"))
     list_type = pa.large_list(pa.large_string())
     missing = None
+    n_added = 0
     if spec.layout == "inline":
         refs = preds.column(spec.reference_column).combine_chunks()
         preds = preds.drop_columns([spec.reference_column])
     else:
         ref_table = _concat(ref_pieces)
         if spec.layout == "rows":
-            null_rows = ref_table.filter(pc.is_null(ref_table.column(spec.reference_column)))
-            problems.add("null_reference", null_rows.column(spec.id_column).combine_chunks())
+            if spec.on_empty_references == "error":  # else skipped per example below
+                null_rows = ref_table.filter(pc.is_null(ref_table.column(spec.reference_column)))
+                problems.add("null_reference", null_rows.column(spec.id_column).combine_chunks())
             grouped = ref_table.group_by(spec.id_column, use_threads=False).aggregate(
                 [(spec.reference_column, "list")])
             ref_ids = grouped.column(spec.id_column)
@@ -254,15 +293,20 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
             ref_dup = ref_counts.filter(pc.greater(ref_counts.field("counts"), 1))
             if len(ref_dup):
                 problems.add("duplicate_reference_id", ref_dup.field("values"))
+        if len(ref_ids):
+            found = pc.is_in(ref_ids, value_set=ids)
+            orphans = _unique(pc.filter(ref_ids, pc.invert(found)))
+            if spec.on_missing == "zero" and len(orphans):
+                preds = pa.concat_tables([preds, _rows_without_prediction(preds, spec, orphans)])
+                ids = preds.column(spec.id_column).combine_chunks()
+                n_added = len(orphans)
+            else:
+                missing_kind.add("orphan_references", orphans)
         position = pc.index_in(ids, value_set=ref_ids.combine_chunks()
                                if isinstance(ref_ids, pa.ChunkedArray) else ref_ids)
         missing = pc.is_null(position)
         if pc.any(missing).as_py():
-            problems.add("missing_references", ids.filter(missing))
-        if len(ref_ids):
-            found = pc.is_in(ref_ids, value_set=ids)
-            orphans = pc.filter(ref_ids, pc.invert(found))
-            problems.add("orphan_references", _unique(orphans))
+            missing_kind.add("missing_references", ids.filter(missing))
         refs = ref_lists.combine_chunks() if isinstance(ref_lists, pa.ChunkedArray) \
             else ref_lists
         refs = refs.take(position)
@@ -271,13 +315,31 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
     empty = pc.fill_null(pc.equal(pc.list_value_length(refs), 0), True)
     if missing is not None:  # missing ids are reported as such, not as empty lists
         empty = pc.and_(empty, pc.invert(missing))
-    problems.add("no_reference", ids.filter(empty))
-    if spec.layout != "rows":
-        flat_null = pc.is_null(pc.list_flatten(refs))
-        if pc.any(flat_null).as_py():
-            parent = pc.list_parent_indices(refs)
-            problems.add("null_reference", _unique(ids.take(pc.filter(parent, flat_null))))
-    return _Joined(preds, refs, problems)
+    flat_null = pc.is_null(pc.list_flatten(refs))
+    with_null = np.zeros(len(refs), dtype=bool)
+    if pc.any(flat_null).as_py():
+        with_null[np.asarray(pc.filter(pc.list_parent_indices(refs), flat_null))] = True
+    if spec.on_empty_references == "error":
+        problems.add("no_reference", ids.filter(empty))
+        if spec.layout != "rows":  # rows: null reference rows were counted above
+            problems.add("null_reference", ids.filter(pa.array(with_null)))
+    else:
+        skipped.add("no_reference", ids.filter(empty))
+        skipped.add("null_reference", ids.filter(pa.array(with_null)))
+    drop = pc.or_(empty, pa.array(with_null))
+    if missing is not None:
+        drop = pc.or_(drop, missing)
+    if not problems.counts and pc.any(drop).as_py():
+        keep = pc.invert(drop)
+        preds, refs = preds.filter(keep), refs.filter(keep)
+    return _Joined(preds, refs, problems, skipped, n_added)
+
+
+def _rows_without_prediction(preds: pa.Table, spec: InputSpec, ids: pa.Array) -> pa.Table:
+    """Rows for ids that have references but no prediction: null text and ride-alongs."""
+    return pa.Table.from_arrays(
+        [pc.cast(ids, f.type) if f.name == spec.id_column else pa.nulls(len(ids), f.type)
+         for f in preds.schema], schema=preds.schema)
 
 
 def _unique(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -302,7 +364,8 @@ def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
         index=index, n_examples=len(lengths),
         min_references=int(lengths.min()) if len(lengths) else 0,
         max_references=int(lengths.max()) if len(lengths) else 0,
-        problems=joined.problems, seconds=time.perf_counter() - start)
+        problems=joined.problems, seconds=time.perf_counter() - start,
+        skipped=joined.skipped)
 
 
 def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part_uri: str,
@@ -320,6 +383,10 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
         n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
         pieces: as in :func:`check_partition`.
 
+    Returns:
+        What was written; with ``settings.on_long_text == "error"`` and a text over
+        ``settings.max_tokens``, nothing is written and ``problems`` names the examples.
+
     Raises:
         InputError: the partition has a problem (the check stage should have caught it).
 
@@ -335,7 +402,7 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
         return PartitionResult(index, None, 0, 0, 0, 0, 0, time.perf_counter() - start)
     scorer = _scorer(settings)
     texts = preds.column(spec.prediction_column).combine_chunks()
-    scored, zero_token, one_line = [], 0, 0
+    scored, cut, zero_token, one_line = [], [], 0, 0
     with warnings.catch_warnings(record=True) as caught:
         # The scorer's data warnings become counts in the manifest, not worker log lines.
         warnings.simplefilter("always", SentenceSplitWarning)
@@ -344,12 +411,21 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
             batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
                                        joined.references.slice(lo, SCORE_BATCH_ROWS))
             scored.append(batch.table)
+            cut.append(batch.truncated if batch.truncated is not None
+                       else np.zeros(batch.table.num_rows, dtype=bool))
             zero_token += batch.n_zero_token_texts
     for w in caught:
         if issubclass(w.category, SentenceSplitWarning):
             one_line += _leading_count(str(w.message))
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    truncated = np.concatenate(cut)
+    n_missing = joined.n_missing_predictions
+    if settings.on_long_text == "error" and truncated.any():
+        long = Problems()
+        long.add("long_text", preds.column(spec.id_column).filter(pa.array(truncated)))
+        return PartitionResult(index, None, 0, 0, 0, 0, 0, time.perf_counter() - start,
+                               problems=long)
     scores = pa.concat_tables(scored).combine_chunks()
     columns: list[pa.Array | pa.ChunkedArray] = [
         pa.repeat(pa.scalar(run_id, pa.string()), n),
@@ -361,8 +437,8 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
     if spec.keep_text:
         columns.append(texts)
         names.append(TEXT_COLUMN)
-    columns += scores.columns
-    names += scores.column_names
+    columns += [*scores.columns, pa.array(truncated)]
+    names += [*scores.column_names, TRUNCATED_COLUMN]
     for t in settings.thresholds:
         columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
         names.append(t.column)
@@ -370,8 +446,10 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
     loc = locate(part_uri)
     size = write_parquet(table, loc, metadata={SIGNATURE_KEY: signature.encode(),
                                                  RUN_ID_KEY: run_id.encode()})
-    return PartitionResult(index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count,
-                           zero_token, one_line, time.perf_counter() - start)
+    return PartitionResult(index, loc.path.rsplit("/", 1)[-1], n, size,
+                           texts.null_count - n_missing, zero_token, one_line,
+                           time.perf_counter() - start, n_truncated=int(truncated.sum()),
+                           n_missing_predictions=n_missing)
 
 
 def _leading_count(message: str) -> int:

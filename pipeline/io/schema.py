@@ -30,8 +30,10 @@ RUN_ID_KEY = b"overlap.run_id"
 RUN_ID_COLUMN = "run_id"
 # The prediction text in the examples (``--keep-text``), whatever the input column's name.
 TEXT_COLUMN = "prediction"
+# Per-example bool: a text of the example was cut at ``max_tokens`` tokens.
+TRUNCATED_COLUMN = "truncated"
 # Names the pipeline writes itself; ride-along columns may not use them.
-RESERVED_COLUMNS = (RUN_ID_COLUMN, "n_references")
+RESERVED_COLUMNS = (RUN_ID_COLUMN, "n_references", TRUNCATED_COLUMN)
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,12 @@ class InputSpec:
         reference_column: the references column (list or string, per ``layout``).
         layout: one of ``LAYOUTS``.
         carry_columns: predictions columns copied to the examples (group-by first).
-        carry_types: their Arrow types, as in the input.
+        carry_types: their Arrow types: as in the input, or when files differ in the type
+            (``string`` here, ``large_string`` there) the widest of the kind
+            (``large_string``, ``int64``, ``large_list<large_string>``).
         keep_text: copy the prediction text to the examples.
+        on_missing: ``error``, ``skip`` or ``zero`` (see :class:`pipeline.config.ScoreConfig`).
+        on_empty_references: ``error`` or ``skip``.
 
     """
 
@@ -58,6 +64,8 @@ class InputSpec:
     carry_columns: tuple[str, ...]
     carry_types: tuple[pa.DataType, ...]
     keep_text: bool
+    on_missing: str = "error"
+    on_empty_references: str = "error"
 
     @property
     def prediction_read_columns(self) -> tuple[str, ...]:
@@ -92,8 +100,8 @@ def _id_kind(t: pa.DataType) -> str | None:
 
 
 def _column_type(files: Sequence[InputFile], column: str, *, what: str,
-                 ) -> pa.DataType:
-    """Return the column's type, checking it is the same in every file.
+                 ) -> tuple[pa.DataType, str]:
+    """Return the column's type and the first file's name, checking every file has it alike.
 
     Raises:
         InputError: a file lacks the column (lists the columns it has) or types differ.
@@ -114,7 +122,7 @@ def _column_type(files: Sequence[InputFile], column: str, *, what: str,
             raise InputError(f"{what}: column {column!r} is {first[1]} in {first[0]} but {t} "
                              f"in {f.uri}")
     assert first is not None  # callers pass at least one file
-    return first[1]
+    return first[1], first[0]
 
 
 def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
@@ -145,14 +153,15 @@ def resolve_inputs(config: ScoreConfig, predictions: Sequence[InputFile],
     """
     id_col = config.id_column
     pred_col = config.prediction_column
-    id_t = _column_type(predictions, id_col, what="predictions")
+    id_t, uri = _column_type(predictions, id_col, what="predictions")
     kind = _id_kind(id_t)
     if kind is None:
-        raise InputError(f"predictions: id column {id_col!r} is {id_t}; expected strings or "
-                         "integers")
-    pred_t = _column_type(predictions, pred_col, what="predictions")
+        raise InputError(f"predictions: id column {id_col!r} is {id_t} in {uri}; expected "
+                         "strings or integers")
+    pred_t, uri = _column_type(predictions, pred_col, what="predictions")
     if not _is_text(pred_t):
-        raise InputError(f"predictions: column {pred_col!r} is {pred_t}; expected strings")
+        raise InputError(f"predictions: column {pred_col!r} is {pred_t} in {uri}; expected "
+                         "strings")
 
     if references is None:
         ref_col = config.reference_column or "references"
@@ -161,25 +170,28 @@ def resolve_inputs(config: ScoreConfig, predictions: Sequence[InputFile],
             raise InputError(f"predictions: {predictions[0].uri} has no {ref_col!r} "
                              f"list column and no --references table was given; its columns: "
                              f"{', '.join(names)}")
-        ref_t = _column_type(predictions, ref_col, what="predictions")
+        ref_t, uri = _column_type(predictions, ref_col, what="predictions")
         if not _is_text_list(ref_t):
-            raise InputError(f"predictions: references column {ref_col!r} is {ref_t}; "
-                             "expected list<string> (or give a separate --references table)")
+            raise InputError(f"predictions: references column {ref_col!r} is {ref_t} in "
+                             f"{uri}; expected list<string> (or give a separate --references "
+                             "table)")
         layout = "inline"
     else:
         ref_col = config.reference_column or _guess_reference_column(references[0])
-        ref_id_t = _column_type(references, id_col, what="references")
+        ref_id_t, ref_uri = _column_type(references, id_col, what="references")
         if _id_kind(ref_id_t) != kind:
-            raise InputError(f"references: id column {id_col!r} is {ref_id_t} but {id_t} in "
-                             "predictions; ids must have the same type on both sides")
-        ref_t = _column_type(references, ref_col, what="references")
+            raise InputError(f"references: id column {id_col!r} is {ref_id_t} in {ref_uri} "
+                             f"but {id_t} in predictions; ids must have the same type on both "
+                             "sides")
+        ref_t, ref_uri = _column_type(references, ref_col, what="references")
         if _is_text_list(ref_t):
             layout = "list"
         elif _is_text(ref_t):
             layout = "rows"
         else:
-            raise InputError(f"references: column {ref_col!r} is {ref_t}; expected "
-                             "list<string> (a list per id) or string (one row per reference)")
+            raise InputError(f"references: column {ref_col!r} is {ref_t} in {ref_uri}; "
+                             "expected list<string> (a list per id) or string (one row per "
+                             "reference)")
 
     carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
                                            if c not in config.group_by)
@@ -188,9 +200,24 @@ def resolve_inputs(config: ScoreConfig, predictions: Sequence[InputFile],
                 or (config.keep_text and c == TEXT_COLUMN):
             raise ConfigError(f"cannot group by or keep column {c!r}: it is an id, text or "
                               "output column")
-    carry_types = tuple(_column_type(predictions, c, what="predictions") for c in carry)
+    carry_types = tuple(_carry_type(predictions, c) for c in carry)
     return InputSpec(id_col, kind, pred_col, ref_col, layout, carry, carry_types,
-                     config.keep_text)
+                     config.keep_text, on_missing=config.on_missing,
+                     on_empty_references=config.on_empty_references)
+
+
+def _carry_type(files: Sequence[InputFile], column: str) -> pa.DataType:
+    """The input type of a ride-along column, widened when files differ (see InputSpec)."""
+    t = _column_type(files, column, what="predictions")[0]
+    if all(f.schema.field(column).type == t for f in files):
+        return t
+    if _is_text(t):
+        return pa.large_string()
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if _is_text_list(t):
+        return pa.large_list(pa.large_string())
+    return t
 
 
 def _guess_reference_column(f: InputFile) -> str:
@@ -206,7 +233,8 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
     """Cast a table read from one input file to the normalized types.
 
     ids to ``large_string``/``int64``, texts to ``large_string``, reference lists to
-    ``large_list<large_string>``; ride-along columns stay as they are.
+    ``large_list<large_string>``; ride-along columns to ``spec.carry_types`` (files may
+    differ, e.g. ``string`` in one and ``large_string`` in another).
 
     Args:
         table: columns ``spec.prediction_read_columns`` or ``spec.reference_read_columns``.
@@ -222,6 +250,8 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
             casts[spec.reference_column] = text_list
     else:
         casts[spec.reference_column] = text_list if spec.layout == "list" else pa.large_string()
+    if side == "predictions":
+        casts.update(zip(spec.carry_columns, spec.carry_types, strict=True))
     columns = []
     for name, col in zip(table.column_names, table.columns, strict=True):
         target = casts.get(name)
@@ -236,7 +266,8 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
     Columns: ``run_id`` (string), the id (``large_string`` or ``int64``), ride-along columns
     (input types), the prediction text when kept (``prediction``, ``large_string``), the
     scorer's columns
-    (``n_references`` and the per-metric columns), then one bool ``passed_...`` per threshold.
+    (``n_references`` and the per-metric columns), the bool ``truncated``, then one bool
+    ``passed_...`` per threshold.
     """
     fields = [pa.field(RUN_ID_COLUMN, pa.string()), pa.field(spec.id_column, spec.id_type())]
     fields += [pa.field(c, t)
@@ -244,9 +275,11 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
     if spec.keep_text:
         fields.append(pa.field(TEXT_COLUMN, pa.large_string()))
     fields += list(scorer_schema)
+    fields.append(pa.field(TRUNCATED_COLUMN, pa.bool_()))
     fields += [pa.field(c, pa.bool_()) for c in threshold_columns]
     return pa.schema(fields)
 
 
-__all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN", "InputSpec",
+__all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN",
+           "TRUNCATED_COLUMN", "InputSpec",
            "example_schema", "normalize", "resolve_inputs"]
