@@ -25,8 +25,13 @@ from pipeline.errors import ExecutionError, PipelineError
 LOOPBACK_ADDRESS = "127.0.0.2"
 # Environment of a quiet embedded instance (inherited by the processes Ray starts).
 _LOCAL_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-# Worker failures Ray retries before the run fails (application errors never retry).
+# Retries of a task before the run fails: after a lost worker or node (Ray's system
+# failures), or a transient error raised by the task itself.
 MAX_RETRIES = 3
+# Errors a task may raise that are worth retrying: storage writes that failed (the task's
+# ExecutionError) and raw I/O errors. Application errors (InputError, ConfigError) and bugs
+# fail at once: retrying them gives the same result.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ExecutionError, OSError)
 
 
 def _import_ray() -> Any:
@@ -140,7 +145,8 @@ class RayRunner:
             # SPREAD: tasks are alike and CPU-bound, so balance them over the nodes rather
             # than packing them where their inputs are.
             self._remotes[key] = self._ray.remote(fn).options(
-                num_returns=num_returns, max_retries=MAX_RETRIES, retry_exceptions=False,
+                num_returns=num_returns, max_retries=MAX_RETRIES,
+                retry_exceptions=list(TRANSIENT_ERRORS),
                 scheduling_strategy="SPREAD")
         return self._remotes[key]
 
