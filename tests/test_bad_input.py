@@ -213,6 +213,24 @@ def test_shards_of_compatible_types_are_scored_together(tmp_path):
         == pa.large_string()
 
 
+@pytest.mark.parametrize("column", ["prediction", "references"])
+def test_text_that_is_not_utf8_names_the_file_column_and_ids(tmp_path, column):
+    """A sloppy writer can put any bytes in a string column; Parquet readers do not check."""
+    def as_string(values: list[bytes]) -> pa.Array:
+        return pa.array(values, pa.binary()).view(pa.string())
+
+    texts = as_string([b"fine", b"caf\xe9 latin-1", b"ok", b"\xff\xfe"])
+    refs = pa.ListArray.from_arrays([0, 1, 2, 3, 4], texts if column == "references"
+                                    else as_string([b"fine"] * 4))
+    p = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c", "d"],
+                             "prediction": texts if column == "prediction"
+                             else as_string([b"x"] * 4), "references": refs}), p)
+    assert_refused(overlap_score(str(p), "--output", str(tmp_path / "out")), tmp_path / "out",
+                   f"predictions: column {column!r} of {p} is not valid UTF-8 in 2 rows "
+                   "(ids 'b', 'd')", "re-encode the text as UTF-8")
+
+
 # --- nothing to score -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("case, message", [

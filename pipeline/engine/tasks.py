@@ -36,6 +36,7 @@ from pipeline.io.schema import (
     TEXT_COLUMN,
     TRUNCATED_COLUMN,
     InputSpec,
+    check_utf8,
     normalize,
 )
 from pipeline.io.write import write_parquet
@@ -207,12 +208,15 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
         unit: the row groups to read.
 
     Raises:
-        InputError: the file cannot be read, or its ids contain nulls (names the file).
+        InputError: the file cannot be read, its ids contain nulls or its text is not
+            UTF-8 (names the file).
 
     """
     columns = (spec.prediction_read_columns if unit.side == "predictions"
                else spec.reference_read_columns)
-    table = normalize(read_row_groups(unit.uri, unit.row_groups, columns), spec, side=unit.side)
+    table = read_row_groups(unit.uri, unit.row_groups, columns)
+    check_utf8(table, spec, uri=unit.uri, side=unit.side)
+    table = normalize(table, spec, side=unit.side)
     ids = table.column(spec.id_column)
     if ids.null_count:
         raise InputError(f"{unit.side}: {unit.uri} has {ids.null_count} null ids in column "

@@ -259,6 +259,60 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
+def check_utf8(table: pa.Table, spec: InputSpec, *, uri: str, side: str) -> None:
+    """Check that the id and text columns of a table read from one file are valid UTF-8.
+
+    Parquet readers do not check it, and an invalid byte would otherwise fail deep inside
+    scoring. Costs one pass over the bytes; the rows are looked for only on failure.
+
+    Args:
+        table: as read from ``uri`` (``spec.prediction_read_columns`` or
+            ``spec.reference_read_columns``).
+        spec: the resolved inputs.
+        uri: the file, for the message.
+        side: ``predictions`` or ``references``.
+
+    Raises:
+        InputError: names the file, the column, the count of rows and up to 5 of their ids.
+
+    """
+    names = [spec.id_column] if spec.id_kind == "string" else []
+    names += [spec.prediction_column] if side == "predictions" else []
+    if spec.layout == "inline" or side == "references":
+        names += [spec.reference_column] if spec.reference_column in table.column_names else []
+    for name in names:
+        column = table.column(name)
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            bad = _invalid_utf8_rows(column)
+            where = (f"rows {', '.join(map(str, bad[:5]))}" if name == spec.id_column else
+                     "ids " + ", ".join(repr(i) for i in
+                                        table.column(spec.id_column).take(bad[:5]).to_pylist()))
+            raise InputError(f"{side}: column {name!r} of {uri} is not valid UTF-8 in "
+                             f"{len(bad)} rows ({where}{', ...' if len(bad) > 5 else ''})",
+                             hint="re-encode the text as UTF-8") from None
+
+
+def _invalid_utf8_rows(column: pa.ChunkedArray) -> list[int]:
+    """Row numbers of a string or list<string> column whose text is not UTF-8."""
+    values = column.combine_chunks()
+    parents = None
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        parents = pc.list_parent_indices(values).to_numpy()
+        values = pc.list_flatten(values)
+    raw = values.view(pa.large_binary() if pa.types.is_large_string(values.type)
+                      else pa.binary()).to_pylist()
+    bad = []
+    for i, b in enumerate(raw):
+        try:
+            if b is not None:
+                b.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append(i if parents is None else int(parents[i]))
+    return sorted(set(bad))
+
+
 def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
                    threshold_columns: Sequence[str]) -> pa.Schema:
     """Return the schema of ``examples/part-*.parquet``.
@@ -281,5 +335,5 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
 
 
 __all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN",
-           "TRUNCATED_COLUMN", "InputSpec",
+           "TRUNCATED_COLUMN", "InputSpec", "check_utf8",
            "example_schema", "normalize", "resolve_inputs"]
