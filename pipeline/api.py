@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from pipeline.config import ScoreConfig
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, ExecutionError, PipelineError
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
 
@@ -102,14 +102,20 @@ def score(
     ``output/examples/part-*.parquet``, ``output/aggregate.parquet``,
     ``output/manifest.json``, then ``output/_SUCCESS`` (see the README for every column).
 
+    Work goes to a staging directory beside ``output`` (named after the inputs and settings)
+    and is moved into place when complete. When a run is interrupted (killed driver,
+    infrastructure failure), its staging directory stays; running the same call again
+    resumes it under the same run id: only partitions without a completion marker are
+    scored (``manifest["stages"]`` counts what was run and reused).
+
     Args:
         predictions: a Parquet file, a directory of shards or a glob (path or URI).
         output: the run directory to create (path or URI).
         references: a separate references table (file, directory or glob), or None when
             the predictions table has a list<string> references column.
         config: the settings (default: :class:`~pipeline.config.ScoreConfig` defaults).
-        run_id: the run's id (letters, digits, ``.``, ``_``, ``-``); default: UTC time and
-            a random suffix.
+        run_id: the run's id (letters, digits, ``.``, ``_``, ``-``); default: the run id of
+            an interrupted run of the same work, else UTC time and a random suffix.
         overwrite: replace a complete existing output.
         progress: called as ``progress(stage, done, total)`` after each partition of the
             ``check`` and ``score`` stages.
@@ -129,6 +135,7 @@ def score(
     """
     from pipeline import __version__
     from pipeline.engine import aggregate_examples, execute, make_plan, make_runner
+    from pipeline.engine.resume import run_key
     from pipeline.engine.tasks import SKIP_REASONS
     from pipeline.io.files import locate
     from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
@@ -142,12 +149,15 @@ def score(
     )
 
     cfg = config or ScoreConfig()
-    run_id = check_run_id(run_id) if run_id is not None else new_run_id()
+    requested = check_run_id(run_id) if run_id is not None else None
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     plan = make_plan(predictions, references, cfg)
-    out = OutputDir(output, overwrite=overwrite)
-    out.prepare()
+    # An interrupted run of the same work (same inputs and settings) is resumed under its
+    # run id, unless another run id is asked for.
+    out = OutputDir(output, overwrite=overwrite, key=run_key(plan, cfg))
+    run_id = requested or out.resumable_run_id() or new_run_id()
+    resumed = out.prepare(run_id=run_id)
     seconds = {"plan": time.perf_counter() - t0}
     try:
         t = time.perf_counter()
@@ -193,7 +203,8 @@ def score(
             },
             "outputs": {
                 "examples": [{"path": f"{EXAMPLES_DIR}/{p.name}", "num_rows": p.num_rows,
-                              "size_bytes": p.size_bytes} for p in parts],
+                              "size_bytes": p.size_bytes, "partition": p.index,
+                              "where": p.where} for p in parts],
                 "aggregate": {"path": AGGREGATE_FILE, "num_rows": agg.num_rows,
                               "size_bytes": agg_size},
             },
@@ -215,6 +226,8 @@ def score(
                 "prediction_units": len(plan.prediction_units),
                 "reference_units": len(plan.reference_units),
             },
+            "resumed": resumed,
+            "stages": ran.stages,
             "seconds": seconds,
             "task_seconds": ran.task_seconds,
         }
@@ -223,8 +236,11 @@ def score(
         manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         write_json(manifest, out.staged(MANIFEST_FILE))
         out.publish(run_id=run_id)
-    except BaseException:
-        out.abort()
+    except PipelineError as e:
+        # Bad input or settings: nothing worth keeping. Anything else (infrastructure
+        # failure, interrupt, a bug) keeps the staging directory for a rerun to resume.
+        if not isinstance(e, ExecutionError):
+            out.abort()
         raise
     return ScoreRun(output=locate(output).uri, run_id=run_id, signature=signature,
                     aggregate=agg, manifest=manifest)

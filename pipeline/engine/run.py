@@ -4,6 +4,10 @@ split (every unit, hash-partitioned by id) -> check (every partition: join, prob
 reference counts) -> the signature is fixed -> score (every partition: join, score, write
 ``examples/part-*.parquet`` into the staging directory). The driver only ever holds handles,
 counts and file names: no text passes through it.
+
+A resumed run (see :mod:`pipeline.engine.resume`) skips the check stage when its results were
+saved, and scores only the partitions without a completion marker; when every partition is
+done, no input is read at all.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import pyarrow as pa
 from pipeline.aggregate import MapChunks, aggregate, value_columns
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
+from pipeline.engine.faults import faults_from_env
 from pipeline.engine.plan import Plan, Unit
+from pipeline.engine.resume import completion_name, read_checks, read_completions, write_checks
 from pipeline.engine.tasks import (
     PartitionCheck,
     PartitionResult,
+    PartitionTask,
     Problems,
     ScoringSettings,
     check_partition,
@@ -53,7 +60,10 @@ class Execution:
         checks: one per partition, in partition order.
         parts: one per partition, in partition order.
         seconds: wall seconds per stage (``read_check``, ``score``).
-        task_seconds: seconds spent inside tasks per stage, summed over tasks.
+        task_seconds: seconds spent inside tasks per stage, summed over tasks (this
+            attempt's tasks only).
+        stages: per stage (``check``, ``score``), ``partitions_run`` by this attempt and
+            ``partitions_reused`` from an interrupted run's staging directory.
         skipped: examples left out by ``on_missing``/``on_empty_references``, by reason.
 
     """
@@ -64,6 +74,7 @@ class Execution:
     parts: list[PartitionResult]
     seconds: dict[str, float] = field(default_factory=dict)
     task_seconds: dict[str, float] = field(default_factory=dict)
+    stages: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: Problems = field(default_factory=Problems)
 
 
@@ -99,6 +110,9 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
             run_id: str, progress: Progress | None = None) -> Execution:
     """Run split, check and score on ``runner``, writing examples into ``output``'s staging.
 
+    Work recorded as done in the staging directory (an interrupted run of the same work) is
+    not redone: see :mod:`pipeline.engine.resume`.
+
     Args:
         plan: from :func:`pipeline.engine.plan.make_plan`.
         config: the run's settings.
@@ -110,39 +124,50 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     Raises:
         InputError: problems found while joining (every partition checked first: counts are
             complete and at most 5 ids per problem are named).
+        ConfigError: invalid injected faults (``OVERLAP_FAULTS``).
         ExecutionError: the engine failed.
 
     """
     spec = plan.spec
     n = plan.n_partitions
     t0 = time.perf_counter()
+    faults = faults_from_env()
+    done = read_completions(output, plan, PartitionResult)
+    checks_saved = read_checks(output, PartitionCheck, n)
+    checked_before = checks_saved is not None
+    todo = [b for b in range(n) if b not in done]
 
     def split(unit: Unit) -> list[Any]:
         if n == 1:
             return [runner.submit(read_unit, spec, unit)]
         return runner.submit(split_unit, spec, unit, n, num_returns=n)
 
-    pred_pieces = [split(u) for u in plan.prediction_units]
-    ref_pieces = [split(u) for u in plan.reference_units]
-    n_pred = len(pred_pieces)
-    # Handles of each partition's pieces; dropped once the partition is written, so the
-    # object store can free them.
-    pieces: list[list[Any] | None] = [
-        [p[b] for p in pred_pieces] + [r[b] for r in ref_pieces] for b in range(n)]
-    del pred_pieces, ref_pieces
+    # Handles of the pieces of each partition still to check or score; dropped once the
+    # partition is written, so the object store can free them.
+    pieces: list[list[Any] | None] = [None] * n
+    n_pred = len(plan.prediction_units)
+    if not checked_before or todo:
+        pred_pieces = [split(u) for u in plan.prediction_units]
+        ref_pieces = [split(u) for u in plan.reference_units]
+        for b in todo if checked_before else range(n):
+            pieces[b] = [p[b] for p in pred_pieces] + [r[b] for r in ref_pieces]
+        del pred_pieces, ref_pieces
 
-    def release(b: int) -> None:
-        pieces[b] = None
+    def release(i: int) -> None:
+        pieces[todo[i]] = None
 
-    checks: list[PartitionCheck] = _collect(
-        runner, [runner.submit(check_partition, spec, b, n_pred, *(pieces[b] or []))
-                 for b in range(n)], "check", progress)
-    problems = Problems()
-    for c in checks:
-        problems.merge(c.problems)
-    err = problems.error()
-    if err is not None:
-        raise err
+    if checks_saved is None:
+        checks: list[PartitionCheck] = _collect(
+            runner, [runner.submit(check_partition, spec, b, n_pred, *(pieces[b] or []))
+                     for b in range(n)], "check", progress)
+        problems = Problems()
+        for c in checks:
+            problems.merge(c.problems)
+        err = problems.error()
+        if err is not None:
+            raise err
+    else:
+        checks = checks_saved
     skipped = Problems()
     for c in checks:
         skipped.merge(c.skipped)
@@ -150,6 +175,8 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     if not with_examples:
         why = skipped.error()
         raise InputError("no example left to score" + (f": {why.message}" if why else ""))
+    if not checked_before:
+        write_checks(output, checks)
     lo = min(c.min_references for c in with_examples)
     hi = max(c.max_references for c in with_examples)
     n_refs: int | str = lo if lo == hi else "var"
@@ -158,11 +185,20 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
 
     settings = scoring_settings(config)
     examples = output.staged(EXAMPLES_DIR)
-    parts: list[PartitionResult] = _collect(runner, [
-        runner.submit(score_partition, spec, settings, b,
-                      examples.child(plan.part_name(b)).uri, run_id, str(signature), n_pred,
-                      *(pieces[b] or []))
-        for b in range(n)], "score", progress, on_done=release)
+    tasks = [PartitionTask(
+        index=b, part_uri=examples.child(plan.part_name(b)).uri,
+        marker_uri=output.control(completion_name(plan.part_name(b))).uri, run_id=run_id,
+        signature=str(signature), n_prediction_pieces=n_pred, faults=faults) for b in todo]
+
+    def score_progress(stage: str, k: int, _: int) -> None:
+        if progress is not None:
+            progress(stage, n - len(todo) + k, n)
+
+    scored: list[PartitionResult] = _collect(runner, [
+        runner.submit(score_partition, spec, settings, t, *(pieces[t.index] or []))
+        for t in tasks], "score", score_progress, on_done=release)
+    done.update((p.index, p) for p in scored)
+    parts = [done[b] for b in range(n)]
     too_long = Problems()
     for p in parts:
         too_long.merge(p.problems)
@@ -173,8 +209,11 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     return Execution(
         signature=signature, n_references=n_refs, checks=checks, parts=parts,
         seconds={"read_check": t1 - t0, "score": t2 - t1},
-        task_seconds={"check": sum(c.seconds for c in checks),
-                      "score": sum(p.seconds for p in parts)},
+        task_seconds={"check": 0.0 if checked_before else sum(c.seconds for c in checks),
+                      "score": sum(p.seconds for p in scored)},
+        stages={"check": {"partitions_run": 0 if checked_before else n,
+                          "partitions_reused": n if checked_before else 0},
+                "score": {"partitions_run": len(todo), "partitions_reused": n - len(todo)}},
         skipped=skipped)
 
 

@@ -13,17 +13,23 @@ expensive state (the :class:`~pipeline.scoring.Scorer`) once per worker process.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
+import socket
+import sys
 import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.config import Threshold
+from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
 from pipeline.io.files import locate
@@ -39,7 +45,7 @@ from pipeline.io.schema import (
     check_utf8,
     normalize,
 )
-from pipeline.io.write import write_parquet
+from pipeline.io.write import write_json, write_parquet
 from pipeline.scoring import Scorer, SentenceSplitWarning, ZeroTokenWarning
 
 # Rows scored per call of the scorer: bounds the tokenizer's working memory.
@@ -184,6 +190,7 @@ class PartitionResult:
         n_missing_predictions: reference ids without a prediction, scored as an empty
             prediction (``on_missing="zero"``).
         problems: texts over ``max_tokens`` with ``on_long_text="error"`` (nothing written).
+        where: where the task ran (:func:`worker_location`).
 
     """
 
@@ -198,6 +205,46 @@ class PartitionResult:
     n_truncated: int = 0
     n_missing_predictions: int = 0
     problems: Problems = field(default_factory=Problems)
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    """What a score task needs besides the data: where results go, and how to label them.
+
+    Attributes:
+        index: the partition.
+        part_uri: where to write the examples (``.../examples/part-*.parquet``).
+        marker_uri: the completion marker, written after the examples file (see
+            :mod:`pipeline.engine.resume`); None writes none.
+        run_id: written in the ``run_id`` column and the file metadata.
+        signature: written in the file metadata (key ``overlap.signature``).
+        n_prediction_pieces: how many of the task's pieces come from prediction units
+            (first).
+        faults: injected faults (tests only, see :mod:`pipeline.engine.faults`), or None.
+
+    """
+
+    index: int
+    part_uri: str
+    marker_uri: str | None
+    run_id: str
+    signature: str
+    n_prediction_pieces: int
+    faults: Faults | None = None
+
+
+def worker_location() -> dict[str, Any]:
+    """Return where this process runs: host name, process id and, on Ray, node IP and id.
+
+    Ray is not imported here: a Ray worker has loaded it already.
+    """
+    where: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        where["node_ip"] = ray.util.get_node_ip_address()
+        where["node_id"] = ray.get_runtime_context().get_node_id()
+    return where
 
 
 def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
@@ -372,30 +419,31 @@ def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
         skipped=joined.skipped)
 
 
-def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part_uri: str,
-                    run_id: str, signature: str, n_prediction_pieces: int,
+def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                     *pieces: pa.Table) -> PartitionResult:
-    """Join, score and write one partition's examples.
+    """Join, score and write one partition's examples, then its completion marker.
+
+    Both files are written atomically (temporary name, rename), the marker last: a marker
+    means its examples file is complete.
 
     Args:
         spec: the resolved inputs.
         settings: scoring settings.
-        index: the partition.
-        part_uri: where to write the examples (``.../examples/part-*.parquet``).
-        run_id: written in the ``run_id`` column and the file metadata.
-        signature: written in the file metadata (key ``overlap.signature``).
-        n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
+        task: the partition, where to write, how to label.
         pieces: as in :func:`check_partition`.
 
     Returns:
         What was written; with ``settings.on_long_text == "error"`` and a text over
-        ``settings.max_tokens``, nothing is written and ``problems`` names the examples.
+        ``settings.max_tokens``, nothing is written (no marker either) and ``problems``
+        names the examples.
 
     Raises:
         InputError: the partition has a problem (the check stage should have caught it).
+        ExecutionError: the storage refused a write (transient: Ray retries it).
 
     """
     start = time.perf_counter()
+    index, run_id, n_prediction_pieces = task.index, task.run_id, task.n_prediction_pieces
     joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
     err = joined.problems.error()
     if err is not None:
@@ -403,7 +451,10 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
     preds = joined.predictions
     n = preds.num_rows
     if n == 0:
-        return PartitionResult(index, None, 0, 0, 0, 0, 0, time.perf_counter() - start)
+        if task.faults is not None:
+            task.faults.before_write(index)
+        return _completed(task, PartitionResult(index, None, 0, 0, 0, 0, 0,
+                                                time.perf_counter() - start))
     scorer = _scorer(settings)
     texts = preds.column(spec.prediction_column).combine_chunks()
     scored, cut, zero_token, one_line = [], [], 0, 0
@@ -447,13 +498,23 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, index: int, part
         columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
         names.append(t.column)
     table = pa.table(columns, names=names)
-    loc = locate(part_uri)
-    size = write_parquet(table, loc, metadata={SIGNATURE_KEY: signature.encode(),
+    if task.faults is not None:
+        task.faults.before_write(index)
+    loc = locate(task.part_uri)
+    size = write_parquet(table, loc, metadata={SIGNATURE_KEY: task.signature.encode(),
                                                  RUN_ID_KEY: run_id.encode()})
-    return PartitionResult(index, loc.path.rsplit("/", 1)[-1], n, size,
-                           texts.null_count - n_missing, zero_token, one_line,
-                           time.perf_counter() - start, n_truncated=int(truncated.sum()),
-                           n_missing_predictions=n_missing)
+    return _completed(task, PartitionResult(
+        index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count - n_missing, zero_token,
+        one_line, time.perf_counter() - start, n_truncated=int(truncated.sum()),
+        n_missing_predictions=n_missing))
+
+
+def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
+    """Record where the task ran and write its completion marker (after the examples)."""
+    result.where = worker_location()
+    if task.marker_uri is not None:
+        write_json(dataclasses.asdict(result), locate(task.marker_uri))
+    return result
 
 
 def _leading_count(message: str) -> int:
@@ -464,7 +525,5 @@ def _leading_count(message: str) -> int:
 
 def warm_up(settings: ScoringSettings) -> int:
     """Build this worker's scorer and load its compiled kernels; returns the process id."""
-    import os
-
     _scorer(settings).score_batch(["warm up"], [["warm up"]])
     return os.getpid()
