@@ -44,6 +44,13 @@ if [[ ! $RUN_DATE =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]]; then
     echo "nightly: RUN_DATE must be YYYY-MM-DD, got '$RUN_DATE'" >&2
     exit 2
 fi
+# RUN_ID becomes a directory name: the rule of overlap score --run-id, checked before any path
+# is built from it.
+if [[ ! $RUN_ID =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ ]]; then
+    echo "nightly: RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting with a" \
+         "letter or digit, got '$RUN_ID'" >&2
+    exit 2
+fi
 
 RUN_DIR="$ROOT/run_date=$RUN_DATE/run_id=$RUN_ID"
 COMPARE_DIR="$ROOT/compare/run_date=$RUN_DATE/run_id=$RUN_ID"
