@@ -284,6 +284,10 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
     if counts.get("truncated_examples"):
         out.append(f"note: {counts['truncated_examples']} examples had a text cut at "
                    f"{config.get('max_tokens')} tokens (column 'truncated')")
+    reused = manifest.get("stages", {}).get("score", {}).get("partitions_reused", 0)
+    if manifest.get("resumed"):
+        out.append(f"note: resumed an interrupted run: {reused} of {counts['partitions']} "
+                   "partitions reused, the others scored now")
     n_files = len(manifest["outputs"]["examples"])
     out.append(f"output: {manifest['output']}  (examples/: {n_files} file(s), "
                "aggregate.parquet, manifest.json, _SUCCESS)")
