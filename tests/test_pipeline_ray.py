@@ -1,8 +1,9 @@
 """``overlap score`` on a local Ray instance, end to end, on the bundled REALSumm data.
 
-Ray starts once for the session (``local_ray``), on the loopback address 127.0.0.2, and
-every in-process run reuses it; one test runs the README's command as a subprocess, which
-starts (and stops) its own instance. Only processes started here are stopped.
+Ray starts once for the session (``local_ray`` in conftest.py), on the loopback address
+127.0.0.2, and every in-process run reuses it; one test runs the README's command as a
+subprocess, which starts (and stops) its own instance. Only processes started here are
+stopped.
 """
 
 from __future__ import annotations
@@ -38,20 +39,6 @@ EXPECTED = ROOT / "tests" / "data" / "realsumm_expected_rouge_score.parquet"
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 MEASURES = ("precision", "recall", "fmeasure")
 TOKEN = Path.home() / ".ray" / "auth_token"
-
-
-@pytest.fixture(scope="session")
-def local_ray():
-    """A local Ray instance for the whole session (reused if one is already running)."""
-    ray = pytest.importorskip("ray")
-    from pipeline.engine.ray_runner import LocalRay
-
-    had_token = TOKEN.exists()
-    started = None if ray.is_initialized() else LocalRay(num_cpus=2)
-    yield ray
-    if started is not None:
-        started.shutdown()
-    assert had_token or not TOKEN.exists(), "a Ray token file appeared in the home directory"
 
 
 @pytest.fixture(scope="module")
