@@ -179,6 +179,47 @@ def test_a_rerun_with_other_settings_or_run_id_starts_afresh(tmp_path, monkeypat
     assert run.manifest["resumed"] is False
 
 
+def test_a_crash_after_the_last_partition_resumes_without_reading_any_input(
+        clean_run, tmp_path, monkeypatch):
+    from pipeline.engine import run as engine_run
+    from pipeline.io.write import OutputDir
+
+    cfg = ScoreConfig(engine="local", **SETTINGS)
+    publish = OutputDir.publish
+
+    def crash(self, *, run_id):
+        raise ExecutionError("storage went away while publishing")
+
+    monkeypatch.setattr(OutputDir, "publish", crash)
+    with pytest.raises(ExecutionError, match="publishing"):
+        score(PREDS, references=REFS, output=str(tmp_path / "run"), config=cfg)
+    assert len(list((_staging(tmp_path) / "completions").iterdir())) == 4
+    monkeypatch.setattr(OutputDir, "publish", publish)
+
+    def no_reading(*args):
+        raise AssertionError("an input was read")
+
+    monkeypatch.setattr(engine_run, "split_unit", no_reading)
+    monkeypatch.setattr(engine_run, "read_unit", no_reading)
+    run = score(PREDS, references=REFS, output=str(tmp_path / "run"), config=cfg)
+    assert run.manifest["stages"]["score"] == {"partitions_run": 0, "partitions_reused": 4}
+    assert run.manifest["counts"]["examples_scored"] == 2500
+    assert_same_results(tmp_path / "run", clean_run)
+
+
+def test_a_write_cut_short_is_never_published(tmp_path):
+    from pipeline.io.write import OutputDir, write_text
+
+    out = OutputDir(str(tmp_path / "run"), overwrite=False, key="k")
+    assert out.prepare(run_id="r") is False
+    write_text("complete", out.staged("examples/part-00000.parquet"))
+    (Path(out.staged("examples").path) / ".part-00001.parquet.tmp").write_text("half")
+    out.publish(run_id="r")
+    assert sorted(p.name for p in (tmp_path / "run" / "examples").iterdir()) == [
+        "part-00000.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
 def test_bad_fault_settings_are_refused(monkeypatch, tmp_path):
     monkeypatch.setenv(ENV_VAR, '{"actoin": "kill"}')
     with pytest.raises(ConfigError, match=ENV_VAR):
