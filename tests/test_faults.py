@@ -179,6 +179,30 @@ def test_a_rerun_with_other_settings_or_run_id_starts_afresh(tmp_path, monkeypat
     assert run.manifest["resumed"] is False
 
 
+def test_the_resume_key_follows_inputs_and_settings_not_where_the_work_runs(tmp_path):
+    from pipeline.engine import make_plan
+    from pipeline.engine.resume import run_key
+
+    shutil.copytree(DATA, tmp_path / "data")
+    preds, refs = str(tmp_path / "data" / "predictions"), str(tmp_path / "data" /
+                                                              "references.parquet")
+
+    def key(cfg: ScoreConfig) -> str:
+        return run_key(make_plan(preds, refs, cfg), cfg)
+
+    cfg = ScoreConfig(engine="local", **SETTINGS)
+    first = key(cfg)
+    assert len(first) == 16 and first == key(cfg)
+    assert key(ScoreConfig(engine="ray", address="10.0.0.1:6379", num_cpus=3, ship_code=False,
+                           **SETTINGS)) == first
+    assert key(ScoreConfig(engine="local", seed=7, **SETTINGS)) != first
+    assert key(ScoreConfig(engine="local", **{**SETTINGS, "partition_rows": 600})) != first
+    shard = tmp_path / "data" / "predictions" / "part-0001.parquet"
+    stat = shard.stat()
+    os.utime(shard, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # rewritten input
+    assert key(cfg) != first
+
+
 def test_a_crash_after_the_last_partition_resumes_without_reading_any_input(
         clean_run, tmp_path, monkeypatch):
     from pipeline.engine import run as engine_run

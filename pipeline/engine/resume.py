@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 
 from pipeline.config import ScoreConfig
 from pipeline.engine.plan import Plan
-from pipeline.io.files import Location, locate
+from pipeline.io.files import Location
 from pipeline.io.read import InputFile
 from pipeline.io.write import COMPLETIONS_DIR, EXAMPLES_DIR, OutputDir, read_json, write_json
 
@@ -61,15 +61,8 @@ def run_key(plan: Plan, config: ScoreConfig) -> str:
 
 
 def _fingerprints(files: Iterable[InputFile]) -> list[list[Any]]:
-    out = []
-    for f in files:
-        loc = locate(f.uri)
-        try:
-            mtime = loc.fs.get_file_info(loc.path).mtime_ns
-        except OSError:
-            mtime = None
-        out.append([f.uri, f.size_bytes, f.num_rows, list(f.row_group_rows), mtime])
-    return out
+    return [[f.uri, f.size_bytes, f.num_rows, list(f.row_group_rows), f.mtime_ns]
+            for f in files]
 
 
 def completion_name(part_name: str) -> str:

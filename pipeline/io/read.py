@@ -27,6 +27,8 @@ class InputFile:
         num_rows: rows in the file.
         row_group_rows: rows per row group, in file order (sums to ``num_rows``).
         schema: the Arrow schema.
+        mtime_ns: modification time in ns since the epoch, None when the storage has none
+            (part of a run's resume key: a rewritten input is never mistaken for the old).
 
     """
 
@@ -35,6 +37,7 @@ class InputFile:
     num_rows: int
     row_group_rows: tuple[int, ...]
     schema: pa.Schema
+    mtime_ns: int | None = None
 
 
 def read_footer(loc: Location, *, what: str) -> InputFile:
@@ -49,7 +52,7 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
 
     """
     try:
-        size = loc.fs.get_file_info(loc.path).size
+        info = loc.fs.get_file_info(loc.path)
         with loc.fs.open_input_file(loc.path) as fh:
             pf = pq.ParquetFile(fh)
             meta = pf.metadata
@@ -57,7 +60,8 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{what}: {loc.uri} is not a readable Parquet file ({e})") from None
     rows = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
-    return InputFile(loc.uri, int(size or 0), int(meta.num_rows), rows, schema)
+    return InputFile(loc.uri, int(info.size or 0), int(meta.num_rows), rows, schema,
+                     info.mtime_ns)
 
 
 def read_footers(locations: Sequence[Location], *, what: str) -> list[InputFile]:
