@@ -28,6 +28,7 @@ def score_texts(
     case_sensitive: bool = False,
     multi_reference: str = "max",
     sentence_split: str = "newline",
+    max_tokens: int | None = None,
 ) -> pd.DataFrame:
     """Score predictions against references in memory (for notebooks and small jobs).
 
@@ -43,10 +44,12 @@ def score_texts(
         case_sensitive: keep case.
         multi_reference: ``max``, ``mean``, ``pooled`` or ``best-recall``.
         sentence_split: ``newline`` (rouge-score) or ``punctuation`` (for rougeLsum).
+        max_tokens: cut texts longer than this many tokens (None: no limit, as rouge-score).
 
     Returns:
         A DataFrame with N rows in input order and the columns of
-        :attr:`pipeline.scoring.ScoredBatch.table`.
+        :attr:`pipeline.scoring.ScoredBatch.table`, plus a bool ``truncated`` column when
+        ``max_tokens`` is set.
 
     Raises:
         ConfigError: unknown metric, tokenizer, stemmer or rule.
@@ -55,9 +58,13 @@ def score_texts(
     """
     scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
                     case_sensitive=case_sensitive, multi_reference=multi_reference,
-                    sentence_split=sentence_split)
+                    sentence_split=sentence_split, max_tokens=max_tokens)
     refs = [[r] if isinstance(r, str) else list(r) for r in references]
-    return scorer.score_batch(list(predictions), refs).table.to_pandas()
+    scored = scorer.score_batch(list(predictions), refs)
+    frame = scored.table.to_pandas()
+    if scored.truncated is not None:
+        frame["truncated"] = scored.truncated
+    return frame
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline import Scorer
+from pipeline import Scorer, score_texts
 from pipeline.errors import ConfigError
 
 from . import reference_rouge
@@ -25,6 +25,12 @@ def test_max_tokens_cuts_texts_and_flags_their_examples():
             rows[1]["rougeLsum_reference_units"]) == want
     assert scorer.signature_extra() == {"maxtok": "3"}
     assert Scorer().score_batch(["a"], [["a"]]).truncated is None
+
+
+def test_score_texts_flags_truncated_rows():
+    frame = score_texts(["a b c d", "a"], ["a b", "a"], metrics=["rouge1"], max_tokens=2)
+    assert frame["truncated"].tolist() == [True, False]
+    assert frame["rouge1_precision"].tolist() == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "100"])
