@@ -266,8 +266,11 @@ def test_a_killed_driver_is_resumed_redoing_only_unfinished_partitions(clean_run
         env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", ENV_VAR)}
         env["TMPDIR"] = str(tmp)  # Ray's temp dir, and a mark on every process it starts
 
-        # 1. Each partition takes 1.5 s longer; kill the driver once one is done.
-        slow = {**env, ENV_VAR: json.dumps({"delay_s": 1.5})}
+        # 1. Each partition takes 1 s longer and the last one hangs (so it is unfinished
+        # whenever the kill comes): kill the driver once a partition is done.
+        hang = tmp / "hang"
+        slow = {**env, ENV_VAR: json.dumps({"delay_s": 1.0, "partition": 3, "action": "hang",
+                                            "log": str(hang)})}
         proc = subprocess.Popen(command, env=slow, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 240
@@ -290,7 +293,7 @@ def test_a_killed_driver_is_resumed_redoing_only_unfinished_partitions(clean_run
         assert not out.exists()
         staging = _staging(out.parent)
         done = sorted(p.name for p in (staging / "completions").iterdir())
-        assert 1 <= len(done) < 4, done
+        assert 1 <= len(done) < 4 and "part-00003.json" not in done, done
         inodes = {p.name: p.stat().st_ino for p in (staging / "run" / "examples").iterdir()
                   if not p.name.startswith(".")}
         assert sorted(inodes) == [d.replace(".json", ".parquet") for d in done]

@@ -22,7 +22,9 @@ from dataclasses import dataclass, fields
 from pipeline.errors import ConfigError, ExecutionError, InputError
 
 ENV_VAR = "OVERLAP_FAULTS"
-ACTIONS = ("kill", "transient", "input")
+ACTIONS = ("kill", "hang", "transient", "input")
+# How long a hanging task sleeps: longer than any test waits for it.
+HANG_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,13 @@ class Faults:
         delay_s: seconds every score task sleeps before writing its partition, >= 0.
         partition: the partition ``action`` hits (None: no action).
         action: ``kill`` (the task's process sends itself SIGKILL, as a crashed or
-            OOM-killed worker), ``transient`` (raises :class:`ExecutionError`, as a storage
-            hiccup) or ``input`` (raises :class:`InputError`, as bad data).
+            OOM-killed worker), ``hang`` (the task sleeps for an hour, as a stuck worker: its
+            partition stays unfinished until the run is killed), ``transient`` (raises
+            :class:`ExecutionError`, as a storage hiccup) or ``input`` (raises
+            :class:`InputError`, as bad data).
         log: a file to which each attempt at ``partition`` appends a line with its process
-            id. ``kill`` and ``transient`` act only on the first attempt (while the log is
-            empty), ``input`` on every attempt.
+            id. ``kill``, ``hang`` and ``transient`` act only on the first attempt (while the
+            log is empty), ``input`` on every attempt.
 
     Raises:
         ConfigError: an invalid value.
@@ -81,6 +85,9 @@ class Faults:
             return
         if self.action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.action == "hang":
+            time.sleep(HANG_S)
+            return
         raise ExecutionError(f"injected transient failure in partition {index}")
 
 
