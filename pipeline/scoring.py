@@ -90,11 +90,15 @@ class ScoredBatch:
         n_zero_token_texts: predictions and references with visible characters but no token.
         truncated: bool, shape (N,): True where the prediction or a reference had more than
             ``max_tokens`` tokens and was cut (None when no limit was set).
+        n_one_line_texts: predictions and references with several sentences but no newline,
+            for which rougeLsum equals rougeL (counted only when rougeLsum is asked for
+            with ``sentence_split="newline"``).
     """
 
     table: pa.Table
     n_zero_token_texts: int = 0
     truncated: np.ndarray | None = None
+    n_one_line_texts: int = 0
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,7 @@ class Scorer:
             raise ValueError(f"{len(preds)} predictions but {len(n_refs)} reference lists")
         n = len(preds)
         texts = preds + flat_refs
+        one_line = 0
         if ROUGE_LSUM in self._codes:
             if self.sentence_split == "punctuation":
                 texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
@@ -259,7 +264,7 @@ class Scorer:
             arrays += [pa.array(columns[x][:, k]) for x in STATISTICS]
             arrays.append(pa.array(columns["reference_index"][:, k]))
         return ScoredBatch(pa.Table.from_arrays(arrays, schema=self.output_schema()),
-                           batch.n_zero_token_texts, truncated)
+                           batch.n_zero_token_texts, truncated, one_line)
 
 
 def _flatten_references(references) -> tuple[np.ndarray, list[str | None]]:

@@ -145,9 +145,10 @@ def test_non_latin_text_warns_once_per_batch_with_count():
 def test_rougelsum_without_newlines_warns_once():
     scorer = Scorer(metrics=("rougeLsum",))
     with pytest.warns(SentenceSplitWarning, match=r"^3 texts .* no newline") as record:
-        scorer.score_batch(["One sentence. Two sentences.", "Three. Four."],
-                           [["A b. C d."], ["e"]])
+        out = scorer.score_batch(["One sentence. Two sentences.", "Three. Four."],
+                                 [["A b. C d."], ["e"]])
     assert len(record) == 1
+    assert out.n_one_line_texts == 3
 
 
 def test_a_bare_string_is_refused_not_split_into_characters():

@@ -460,7 +460,7 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
     scored, cut, zero_token, one_line = [], [], 0, 0
     with warnings.catch_warnings(record=True) as caught:
         # The scorer's data warnings become counts in the manifest, not worker log lines.
-        warnings.simplefilter("always", SentenceSplitWarning)
+        warnings.simplefilter("ignore", SentenceSplitWarning)
         warnings.simplefilter("ignore", ZeroTokenWarning)
         for lo in range(0, n, SCORE_BATCH_ROWS):
             batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
@@ -469,11 +469,9 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
             cut.append(batch.truncated if batch.truncated is not None
                        else np.zeros(batch.table.num_rows, dtype=bool))
             zero_token += batch.n_zero_token_texts
+            one_line += batch.n_one_line_texts
     for w in caught:
-        if issubclass(w.category, SentenceSplitWarning):
-            one_line += _leading_count(str(w.message))
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     truncated = np.concatenate(cut)
     n_missing = joined.n_missing_predictions
     if settings.on_long_text == "error" and truncated.any():
@@ -515,12 +513,6 @@ def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
     if task.marker_uri is not None:
         write_json(dataclasses.asdict(result), locate(task.marker_uri))
     return result
-
-
-def _leading_count(message: str) -> int:
-    """Return the count a scorer warning starts with ("12 texts have ..."), 0 if none."""
-    head = message.split(" ", 1)[0]
-    return int(head) if head.isdigit() else 0
 
 
 def warm_up(settings: ScoringSettings) -> int:
