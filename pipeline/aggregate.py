@@ -203,8 +203,10 @@ def scopes_of(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str
 
     Returns:
         The value matrix, float64 (n, k) with one column per measure (bool columns as 0/1),
-        rows sorted by group (stably), and the scopes: ``all`` first, then each group in
-        sorted order of its values (nulls last).
+        in the given row order; when grouped, followed by the same n rows sorted by group
+        (stably), so that the ``all`` interval does not depend on the grouping. And the
+        scopes: ``all`` first (rows 0..n), then each group in sorted order of its values
+        (nulls last).
 
     Raises:
         InputError: no rows, or a missing column.
@@ -226,8 +228,8 @@ def scopes_of(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str
     scopes = [Scope("all", tuple(None for _ in group_by), 0, n, (seed,))]
     if group_by:
         codes, keys = _group_codes(table, group_by)
-        matrix = matrix[np.argsort(codes, kind="stable")]
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(keys)))])
+        matrix = np.concatenate([matrix, matrix[np.argsort(codes, kind="stable")]])
+        bounds = n + np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(keys)))])
         scopes += [Scope("group", key, int(bounds[g]), int(bounds[g + 1]),
                          (seed, *_group_words(key))) for g, key in enumerate(keys)]
     return matrix, scopes

@@ -171,3 +171,19 @@ def test_output_exists_error_from_the_library(tmp_path):
     with pytest.raises(OutputExistsError) as err:
         score(PREDS, references=REFS, output=str(tmp_path / "run"), config=cfg)
     assert err.value.exit_code == 3
+
+
+def test_overall_interval_does_not_depend_on_grouping_or_partitioning(tmp_path):
+    """Rows are resampled in id order: grouping, partition size and engine leave the
+    overall interval unchanged (same seed, same signature, same interval)."""
+    def overall(name, *extra):
+        assert _run(tmp_path, name, "--metrics", "rouge1", *extra)[0] == 0
+        agg = pq.read_table(tmp_path / name / "aggregate.parquet").to_pandas()
+        row = agg[(agg["metric"] == "rouge1") & (agg["measure"] == "fmeasure")].iloc[0]
+        return row["mean"], row["ci_low"], row["ci_high"]
+
+    config = tmp_path / "small-partitions.yaml"
+    config.write_text("partition_rows: 250\n")
+    plain = overall("plain")
+    assert overall("grouped", "--group-by", "system") == plain
+    assert overall("partitioned", "--config", str(config)) == plain

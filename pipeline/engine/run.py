@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.aggregate import MapChunks, aggregate, value_columns
 from pipeline.config import ScoreConfig
@@ -248,8 +249,11 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
         InputError: no example.
 
     """
-    numeric = read_columns(example_files, [*config.group_by,
+    numeric = read_columns(example_files, [config.id_column, *config.group_by,
                                            *value_columns(config.metrics, config.thresholds)])
+    # Resample rows in id order, so that intervals do not depend on how the run was
+    # partitioned (partition_rows, engine) or on the order of the input files.
+    numeric = numeric.take(pc.sort_indices(numeric, [(config.id_column, "ascending")]))
     draws = numeric.num_rows * config.bootstrap * (2 if config.group_by else 1)
     distribute = runner.name != "local" and draws >= DISTRIBUTE_MIN_DRAWS
     return aggregate(numeric, metrics=config.metrics, group_by=config.group_by,
