@@ -320,3 +320,26 @@ def test_a_killed_driver_is_resumed_redoing_only_unfinished_partitions(clean_run
             except ProcessLookupError:
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_an_unreachable_cluster_address_fails_fast_with_exit_4(tmp_path):
+    """A wrong --address must not hang a nightly job: one line, exit 4, nothing written."""
+    import socket
+    import time
+
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.2", 0))
+        port = s.getsockname()[1]
+    data = Path(__file__).resolve().parents[1] / "pipeline" / "data" / "realsumm"
+    start = time.monotonic()
+    result = CliRunner().invoke(main, [
+        "score", str(data / "predictions"), "--references", str(data / "references.parquet"),
+        "--output", str(tmp_path / "out"), "--address", f"127.0.0.2:{port}"])
+    assert result.exit_code == 4, result.output
+    assert "could not connect to the Ray cluster at 127.0.0.2:" in result.stderr
+    assert time.monotonic() - start < 30
+    assert not (tmp_path / "out").exists()

@@ -85,6 +85,32 @@ class LocalRay:
                 os.environ[k] = v
 
 
+# How long to wait for a cluster address to accept a connection before giving up (Ray's
+# own client retries an unreachable GCS for minutes).
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_reachable(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast when a ``host:port`` (or ``ray://host:port``) address accepts no connection.
+
+    Raises:
+        ExecutionError: nothing listens there within ``timeout_s`` seconds.
+    """
+    import socket
+
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or address == "auto":
+        return  # "auto" and other forms are left to Ray
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as e:
+        raise ExecutionError(f"could not connect to the Ray cluster at {address}: {e}",
+                             hint="check --address / RAY_ADDRESS and that the head node "
+                             "is running") from None
+
+
 def package_runtime_env(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Build a Ray ``runtime_env`` that ships this package to the workers (``py_modules``).
 
@@ -128,6 +154,7 @@ class RayRunner:
         if ray.is_initialized():
             self.address = "(existing connection)"
         elif address:
+            _check_reachable(address)
             try:
                 ray.init(address=address, runtime_env=dict(runtime_env or {}) or None,
                          logging_level=logging.ERROR, log_to_driver=False)
