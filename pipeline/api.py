@@ -56,8 +56,11 @@ def score_texts(
     Raises:
         ConfigError: unknown metric, tokenizer, stemmer or rule.
         ValueError: predictions and references differ in length.
+        TypeError: a bare string as ``predictions``.
 
     """
+    if isinstance(predictions, str):
+        raise TypeError("predictions must be a list of texts, not a str")
     scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
                     case_sensitive=case_sensitive, multi_reference=multi_reference,
                     sentence_split=sentence_split, max_tokens=max_tokens)
