@@ -54,21 +54,24 @@ def lcs_length(tokens, a_start, a_len, b_start, b_len, row):
 
 
 @njit(cache=True, nogil=True)
+def _lcs_row(tokens, ai, b_start, b_len, src, prev, dst, cur):
+    """One row of rouge-score's ``_lcs_table``: ``dst[cur:]`` from ``src[prev:]`` for token ai."""
+    dst[cur] = 0
+    for j in range(1, b_len + 1):
+        if ai == tokens[b_start + j - 1]:
+            dst[cur + j] = src[prev + j - 1] + 1
+        else:
+            up = src[prev + j]
+            left = dst[cur + j - 1]
+            dst[cur + j] = up if up >= left else left
+
+
+@njit(cache=True, nogil=True)
 def _fill_rows(tokens, a_start, b_start, b_len, tab, first, last):
     """Fill rows first+1..last of a row-major (rows, b_len + 1) table from row ``first``."""
     w = b_len + 1
     for i in range(first + 1, last + 1):
-        base = i * w
-        prev = base - w
-        tab[base] = 0
-        ai = tokens[a_start + i - 1]
-        for j in range(1, w):
-            if ai == tokens[b_start + j - 1]:
-                tab[base + j] = tab[prev + j - 1] + 1
-            else:
-                up = tab[prev + j]
-                left = tab[base + j - 1]
-                tab[base + j] = up if up >= left else left
+        _lcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, tab, (i - 1) * w, tab, i * w)
 
 
 @njit(cache=True, nogil=True)
@@ -123,16 +126,7 @@ def lcs_mark(tokens, a_start, a_len, b_start, b_len, mark, tab):
     for i in range(1, a_len + 1):
         # row i into the half of `two` that row i - 1 does not occupy
         cur = (i & 1) * w
-        prv = w - cur
-        two[cur] = 0
-        ai = tokens[a_start + i - 1]
-        for j in range(1, w):
-            if ai == tokens[b_start + j - 1]:
-                two[cur + j] = two[prv + j - 1] + 1
-            else:
-                up = two[prv + j]
-                left = two[cur + j - 1]
-                two[cur + j] = up if up >= left else left
+        _lcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, two, w - cur, two, cur)
         if i % k == 0:
             ckpt[(i // k) * w:(i // k + 1) * w] = two[cur:cur + w]
     block = np.empty((k + 1) * w, dtype=np.int32)
