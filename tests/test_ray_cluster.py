@@ -87,6 +87,8 @@ def test_score_on_two_nodes_equals_local_mode(cluster, tmp_path):
 def test_the_cluster_binds_no_address_but_loopback_and_the_wildcard(cluster):
     """Ray never picked the host's network address; its wildcard listeners need the token."""
     listening = cluster.listening_addresses()
+    assert listening, "found no listening socket of the cluster's processes"
+    # Some processes (e.g. runtime-env agents, when they are up) bind their node's address:
+    # that must be loopback. Whether any is up at this moment is Ray's timing, not asserted.
     specific = {a for a in listening if not ipaddress.ip_address(a).is_unspecified}
-    assert specific  # the runtime-env agents bind their node's address
     assert all(ipaddress.ip_address(a).is_loopback for a in specific), listening
