@@ -10,8 +10,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_EMPTY = np.int64(-1)
-
 
 @njit(cache=True, nogil=True)
 def _ngram_hash(tokens, start, n):
