@@ -1,0 +1,120 @@
+"""The metric family protocol: what every family declares.
+
+In the spirit of sacrebleu's ``metrics/base.py``: statistics per segment, a score from summed
+statistics, a signature per metric.
+
+A *family* (ROUGE, BLEU, chrF, SQuAD, ROUGE-1.5.5) serves one or more *metric names*
+(``rouge1``, ``rougeL``, ``bleu``, ``token_f1``...). For each name it requests, a run gets a
+:class:`MetricSpec`: the per-example columns it writes, how references combine, whether it
+has a corpus score computed from summed statistics, and that score's function. Everything
+downstream (output schema, aggregate, compare, thresholds, CLI choices, signature) reads the
+specs, never a hand-kept list of names.
+
+Column naming in the per-example output: ``{name}_{measure}`` (float64) for each measure,
+``{name}_{statistic}`` for each sufficient statistic (int64 or float64), and
+``{name}_reference_index`` (int32) when the family keeps which reference was used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+# summed statistics, float64 shape (R, S) in the spec's statistics order -> corpus scores (R,)
+CorpusScore = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One requested metric name, as every layer after scoring sees it.
+
+    Attributes:
+        name: the metric's output name, e.g. ``rouge1``, ``bleu``, ``token_f1``.
+        family: the registry name of the family that computes it.
+        measures: per-example measures, each a float64 column ``{name}_{measure}``, e.g.
+            ``("precision", "recall", "fmeasure")`` or ``("score",)``.
+        primary: the headline measure (in ``measures``): the summary table shows it.
+        statistics: per-example sufficient statistics, each a column ``{name}_{stat}``,
+            with their Arrow type names (``"int64"`` or ``"float64"``), in the order the
+            corpus function reads them.
+        reference_rule: how several references combine (e.g. ``max``, ``pooled``,
+            ``sacrebleu``), written in the output so a reader knows.
+        has_reference_index: a ``{name}_reference_index`` int32 column says which reference
+            was used (-1 when pooled or none).
+        corpus: for a corpus metric, the function from summed statistics to the corpus
+            value of ``primary`` (same scale as the per-example measure); None when the
+            corpus value is the mean of per-example values. Must be picklable (a
+            module-level function or a ``functools.partial`` of one).
+        scale: the upper end of the measures' range (1.0 for ROUGE/F1, 100.0 for BLEU/chrF).
+
+    """
+
+    name: str
+    family: str
+    measures: tuple[str, ...]
+    primary: str
+    statistics: tuple[tuple[str, str], ...]
+    reference_rule: str
+    has_reference_index: bool = False
+    corpus: CorpusScore | None = None
+    scale: float = 1.0
+
+    @property
+    def measure_columns(self) -> tuple[str, ...]:
+        """Per-example measure column names, in ``measures`` order."""
+        return tuple(f"{self.name}_{m}" for m in self.measures)
+
+    @property
+    def statistic_columns(self) -> tuple[str, ...]:
+        """Per-example statistic column names, in ``statistics`` order."""
+        return tuple(f"{self.name}_{s}" for s, _ in self.statistics)
+
+
+class MetricFamily(Protocol):
+    """What a metric family module provides (one module per family under ``metrics/``).
+
+    A family is stateless; its options come in the flat scoring-options mapping (the same
+    keys as the config file, e.g. ``tokenizer``, ``stemmer``, ``bleu_tokenize``).
+    """
+
+    name: str
+
+    def serves(self, metric: str) -> bool:
+        """True when ``metric`` is one of this family's names (e.g. ``rouge7``)."""
+        ...
+
+    def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
+        """The spec of ``metric`` under ``options``.
+
+        Raises:
+            ConfigError: an invalid option value for this family.
+
+        """
+        ...
+
+    def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
+        """Signature ``key: value`` fields of this family's options (only when used)."""
+        ...
+
+    def score(self, predictions: Sequence[str | None],
+              references: Sequence[Sequence[str | None]], metrics: Sequence[str],
+              options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Per-example columns for ``metrics`` of this family (names as in the specs).
+
+        Args:
+            predictions: N texts (None scores as empty).
+            references: N lists of reference texts.
+            metrics: names this family serves, in output order.
+            options: the flat scoring options.
+
+        Returns:
+            Column name -> array of length N (measures, statistics, reference indexes).
+
+        """
+        ...
+
+
+__all__ = ["CorpusScore", "MetricFamily", "MetricSpec"]
