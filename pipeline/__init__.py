@@ -6,9 +6,12 @@ Library use::
     score_texts(["the cat sat"], [["the cat sat on the mat"]], stemmer="porter")
 """
 
-from pipeline.api import score_texts
+# The submodule pipeline.explain is loaded first, so that the name below stays the function.
+from pipeline import explain as _explain_module  # noqa: F401
+from pipeline.api import explain, publish, score_texts
 from pipeline.scoring import DEFAULT_METRICS, METRICS, ScoredBatch, Scorer
 
 __version__ = "0.1.0"
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "ScoredBatch", "Scorer", "__version__", "score_texts"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "ScoredBatch", "Scorer", "__version__", "explain",
+           "publish", "score_texts"]

@@ -279,3 +279,155 @@ def check_run_id(run_id: str) -> str:
         raise ConfigError(f"run id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit")
     return run_id
+
+
+def publish(
+    run_dir: str,
+    *,
+    delta: str | None = None,
+    iceberg: str | None = None,
+    namespace: str | None = None,
+    warehouse: str | None = None,
+    labels: Sequence[str] = (),
+    run_date: str | None = None,
+) -> list[Any]:
+    """Append a complete run to Delta Lake and/or Iceberg tables ``examples`` and ``aggregates``.
+
+    Composition of :func:`pipeline.warehouse.common.load_run` and the format modules
+    :mod:`pipeline.warehouse.delta` and :mod:`pipeline.warehouse.iceberg`; see there for
+    the columns, partitioning, idempotency and schema evolution. Delta tables are written
+    first, then Iceberg; a crash between two commits is repaired by publishing again (each
+    table checks for the run before writing).
+
+    Args:
+        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), path or URI.
+        delta: the directory or URI holding the Delta tables (``ROOT/examples``,
+            ``ROOT/aggregates``); None: no Delta.
+        iceberg: an Iceberg catalog URI or configured name (see
+            :func:`pipeline.warehouse.iceberg.load_catalog`); None: no Iceberg.
+        namespace: the Iceberg namespace (required with ``iceberg``).
+        warehouse: the Iceberg warehouse location (SQL catalogs).
+        labels: ``KEY=VALUE`` strings, one string column each (e.g. ``model=m7``).
+        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC.
+
+    Returns:
+        A list of :class:`pipeline.warehouse.common.PublishedTable`, one per table written or
+        found already holding the run.
+
+    Raises:
+        ConfigError: neither target, ``iceberg`` without ``namespace``, bad labels or date.
+        InputError: not a complete run (no ``_SUCCESS``), unreadable run files.
+        SchemaChangeError: a column whose type differs from the table's (an InputError).
+        ExecutionError: the package of a format missing; catalog or storage failures.
+
+    """
+    from pipeline.warehouse.common import load_run
+
+    if delta is None and iceberg is None:
+        raise ConfigError("nothing to publish to: give --delta ROOT and/or --iceberg "
+                          "CATALOG_URI --namespace NS")
+    if iceberg is not None and not namespace:
+        raise ConfigError("--iceberg needs --namespace NS")
+    run = load_run(run_dir, labels=labels, run_date=run_date)
+    published: list[Any] = []
+    if delta is not None:
+        from pipeline.warehouse.delta import publish_delta
+
+        published += publish_delta(run, delta)
+    if iceberg is not None:
+        from pipeline.warehouse.iceberg import publish_iceberg
+
+        published += publish_iceberg(run, iceberg, namespace=str(namespace),
+                                     warehouse=warehouse)
+    return published
+
+
+def explain(
+    prediction: str | None = None,
+    references: Sequence[str | None] | None = None,
+    *,
+    run_dir: str | None = None,
+    example_id: Any = None,
+    metrics: Sequence[str] | None = None,
+    tokenizer: str | None = None,
+    stemmer: str | None = None,
+    case_sensitive: bool | None = None,
+    multi_reference: str | None = None,
+    sentence_split: str | None = None,
+    max_tokens: int | None = None,
+) -> Any:
+    """Explain one example's scores: per metric the matched units and the winning reference.
+
+    Either texts (``prediction`` and ``references``) with scoring settings (defaults as
+    :class:`pipeline.Scorer`), or a run's example (``run_dir`` and ``example_id``): its
+    texts (prediction from the run when kept with ``--keep-text``, else from the run's
+    inputs; references from the inputs) with the run's settings, which given settings
+    override. See :func:`pipeline.explain.explain` for what is explained.
+
+    Args:
+        prediction: the prediction text.
+        references: one or more reference texts.
+        run_dir: a complete ``overlap score`` output.
+        example_id: the example's id in the run.
+        metrics: ROUGE metrics to explain (default: the run's ROUGE metrics, else rouge1,
+            rouge2, rougeL, rougeLsum).
+        tokenizer: as :class:`pipeline.Scorer`.
+        stemmer: as :class:`pipeline.Scorer`.
+        case_sensitive: as :class:`pipeline.Scorer`.
+        multi_reference: as :class:`pipeline.Scorer`.
+        sentence_split: as :class:`pipeline.Scorer`.
+        max_tokens: as :class:`pipeline.Scorer`.
+
+    Returns:
+        A :class:`pipeline.explain.Explanation` (``.to_document()`` is the JSON form).
+
+    Raises:
+        ConfigError: texts and a run both given or neither; no reference; bad settings.
+        InputError: an incomplete run, an id not in the run, texts that cannot be read.
+
+    """
+    from pipeline.explain import explain as explain_texts
+
+    given = {"metrics": metrics, "tokenizer": tokenizer, "stemmer": stemmer,
+             "case_sensitive": case_sensitive, "multi_reference": multi_reference,
+             "sentence_split": sentence_split, "max_tokens": max_tokens}
+    settings: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if run_dir is None:
+        if example_id is not None or references is None:
+            raise ConfigError("explain needs a prediction and references, or a run "
+                              "directory and an example id")
+        return explain_texts(prediction, list(references), **settings)
+    if prediction is not None or references is not None or example_id is None:
+        raise ConfigError("explain takes either texts or a run directory with an example id")
+    from pipeline.errors import InputError
+    from pipeline.io.runs import open_run
+    from pipeline.report.texts import read_texts, typed_ids
+
+    run = open_run(run_dir)
+    key = typed_ids(run, [example_id])[0]
+    texts = read_texts(run, [key])
+    if key not in texts:
+        raise InputError(f"{run_dir}: no example with {run.id_column} {example_id!r} in the "
+                         "run's inputs")
+    text, refs = texts[key]
+    if text is None:
+        raise InputError(f"{run_dir}: the prediction of {run.id_column} {example_id!r} cannot "
+                         "be read (the run did not keep texts and its inputs changed)")
+    return explain_texts(text, refs, **{**run_settings(run.config), **settings})
+
+
+def run_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The scoring settings of a run's resolved config, as :class:`pipeline.Scorer` keywords.
+
+    Only ROUGE metrics are kept (the ones :func:`pipeline.explain.explain` explains).
+    """
+    metrics = config.get("metrics") or DEFAULT_METRICS
+    if isinstance(metrics, str):
+        metrics = metrics.split(",")
+    rouge = tuple(m for m in metrics if re.fullmatch(r"rouge([1-9]|L|Lsum)", m))
+    out: dict[str, Any] = {"metrics": rouge or DEFAULT_METRICS}
+    for key in ("tokenizer", "stemmer", "case_sensitive", "multi_reference", "sentence_split",
+                "max_tokens"):
+        if config.get(key) is not None:
+            out[key] = config[key]
+    return out

@@ -1,0 +1,54 @@
+"""``overlap publish``: a thin command over :func:`pipeline.api.publish`."""
+
+from __future__ import annotations
+
+import click
+
+from pipeline.cli import main
+from pipeline.cli.score import one_line
+from pipeline.errors import PipelineError
+
+
+@main.command("publish")
+@click.argument("run_dir")
+@click.option("--delta", metavar="ROOT", default=None,
+              help="Append to the Delta Lake tables ROOT/examples and ROOT/aggregates "
+                   "(local path or object-store URI).")
+@click.option("--iceberg", metavar="CATALOG_URI", default=None,
+              help="Append to Iceberg tables NS.examples and NS.aggregates in this catalog: "
+                   "sqlite:///PATH (pyiceberg's SQL catalog), another catalog URI, or a "
+                   "catalog name from pyiceberg's configuration.")
+@click.option("--namespace", metavar="NS", default=None,
+              help="The Iceberg namespace (required with --iceberg).")
+@click.option("--warehouse", metavar="LOCATION", default=None,
+              help="Where an Iceberg SQL catalog writes files (default for sqlite: "
+                   "warehouse/ beside the database).")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
+              help="A string column with this value on every row (repeatable), "
+                   "e.g. --label model=m7 --label dataset=cnn.")
+@click.option("--run-date", metavar="YYYY-MM-DD", default=None,
+              help="The run_date partition.  [default: the run's start date in UTC]")
+@click.pass_context
+def publish_command(ctx: click.Context, run_dir: str, delta: str | None, iceberg: str | None,
+                    namespace: str | None, warehouse: str | None, labels: tuple[str, ...],
+                    run_date: str | None) -> None:
+    """Append a complete run (RUN_DIR with _SUCCESS) to Delta Lake and/or Iceberg tables.
+
+    Both tables (examples, aggregates) get run_id, run_date, signature and the --label
+    columns, and are partitioned by run_date. Publishing a run that is already in a table
+    writes nothing to it, so publishing again after a failure completes what is missing.
+    A run with new metrics adds columns; a column whose type changed is refused.
+
+    Exit codes: 0 published, 2 bad usage or input (an incomplete run, a type change),
+    4 storage or catalog failure.
+    """
+    from pipeline import api
+
+    try:
+        published = api.publish(run_dir, delta=delta, iceberg=iceberg, namespace=namespace,
+                                warehouse=warehouse, labels=labels, run_date=run_date)
+    except PipelineError as err:
+        click.echo(f"Error: {one_line(err)}", err=True)
+        ctx.exit(err.exit_code)
+    for table in published:
+        click.echo(table.describe())

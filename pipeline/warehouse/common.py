@@ -1,0 +1,323 @@
+"""What a published run looks like in a warehouse table, whatever the table format.
+
+A complete run directory (``_SUCCESS``; see :mod:`pipeline.io.runs`) becomes two tables:
+
+- ``examples``: the rows of ``examples/part-*.parquet``;
+- ``aggregates``: the rows of ``aggregate.parquet``;
+
+each preceded by the columns ``run_id`` (string), ``run_date`` (date: the run's start in
+UTC, or as given), ``signature`` (string) and one string column per label
+(``--label model=m7``). Both are partitioned by ``run_date``. Columns follow the run:
+whatever metrics it holds become columns (never a fixed list), so a run with a new metric
+adds columns to the tables (additive schema evolution), and a column whose type changed is
+refused, naming it.
+
+Idempotency: each table format records, in the same commit as the rows, that the run id was
+written (:mod:`pipeline.warehouse.delta`, :mod:`pipeline.warehouse.iceberg`); publishing
+checks that record per table first, so publishing a run again (after a crash between two
+tables' commits, or by mistake) writes only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import ConfigError, InputError
+
+EXAMPLES_TABLE = "examples"
+AGGREGATES_TABLE = "aggregates"
+TABLES = (EXAMPLES_TABLE, AGGREGATES_TABLE)
+RUN_ID_COLUMN = "run_id"
+RUN_DATE_COLUMN = "run_date"
+SIGNATURE_COLUMN = "signature"
+PARTITION_COLUMN = RUN_DATE_COLUMN
+# Faults for the tests of a publish interrupted between two commits (never set otherwise):
+# OVERLAP_PUBLISH_FAULTS='{"kill_after": "delta.examples"}' makes the process SIGKILL itself
+# right after that table's commit.
+FAULTS_ENV_VAR = "OVERLAP_PUBLISH_FAULTS"
+
+_LABEL_KEY = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_RESERVED = (RUN_ID_COLUMN, RUN_DATE_COLUMN, SIGNATURE_COLUMN)
+
+
+class SchemaChangeError(InputError):
+    """A run's column has another type than the same column in the table (exit 2)."""
+
+
+@dataclass(frozen=True)
+class PublishedTable:
+    """What happened to one table.
+
+    Attributes:
+        format: ``delta`` or ``iceberg``.
+        table: ``examples`` or ``aggregates``.
+        location: the table's path or URI (Delta) or ``namespace.table`` (Iceberg).
+        rows: rows of the run in the table after this publish.
+        appended: False when the run was already in the table (nothing written).
+        version: the table version holding the run: Delta version or Iceberg snapshot id.
+        added_columns: columns this publish added to the table's schema.
+
+    """
+
+    format: str
+    table: str
+    location: str
+    rows: int
+    appended: bool
+    version: int | None
+    added_columns: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        what = "appended" if self.appended else "already there, nothing written:"
+        extra = f"; new columns {', '.join(self.added_columns)}" if self.added_columns else ""
+        return (f"{self.format} {self.table}: {what} {self.rows} rows of the run "
+                f"({self.location}, version {self.version}){extra}")
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """A run's rows, ready to publish.
+
+    Attributes:
+        run_id: the run's id (the idempotency key).
+        run_date: the partition value.
+        signature: the run's signature string.
+        labels: label columns and their values, in the given order.
+        tables: ``examples`` and ``aggregates`` Arrow tables, columns ``run_id``,
+            ``run_date``, ``signature``, the labels, then the run's own columns.
+
+    """
+
+    run_id: str
+    run_date: date
+    signature: str
+    labels: tuple[tuple[str, str], ...]
+    tables: Mapping[str, pa.Table]
+
+
+def parse_labels(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """Parse ``KEY=VALUE`` labels.
+
+    Args:
+        items: strings ``KEY=VALUE``; KEY is a column name (lower-case letters, digits and
+            ``_``, not starting with a digit, at most 63 characters), not ``run_id``,
+            ``run_date`` or ``signature``; VALUE any string (may be empty).
+
+    Returns:
+        ``(key, value)`` pairs in order.
+
+    Raises:
+        ConfigError: no ``=``, an invalid or reserved key, or a key given twice.
+
+    """
+    labels: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"label {item!r}: use KEY=VALUE, e.g. model=m7")
+        if not _LABEL_KEY.fullmatch(key) or key in _RESERVED:
+            raise ConfigError(f"label key {key!r}: use lower-case letters, digits and '_' "
+                              f"(a column name), not {', '.join(_RESERVED)}")
+        if key in labels:
+            raise ConfigError(f"label {key!r} given twice")
+        labels[key] = value
+    return tuple(labels.items())
+
+
+def parse_run_date(text: str) -> date:
+    """Parse ``YYYY-MM-DD``.
+
+    Raises:
+        ConfigError: another format or an impossible date.
+
+    """
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"run date {text!r}: use YYYY-MM-DD") from None
+
+
+def _run_date_of(manifest: dict[str, Any], path: str) -> date:
+    started = manifest.get("started_at")
+    try:
+        stamp = datetime.fromisoformat(str(started))
+    except ValueError:
+        raise InputError(f"{path}/manifest.json has no readable started_at ({started!r})",
+                         hint="give --run-date YYYY-MM-DD") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return stamp.astimezone(timezone.utc).date()
+
+
+def warehouse_type(t: pa.DataType) -> pa.DataType:
+    """The type a column is published with: 32-bit offsets and plain (undictionaried) values.
+
+    Delta and Iceberg have one string, one binary and one list type; ``large_*`` and
+    dictionary types are written as those.
+    """
+    if pa.types.is_dictionary(t):
+        return warehouse_type(t.value_type)
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return pa.list_(warehouse_type(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(warehouse_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, warehouse_type(f.type)) for f in t])
+    return t
+
+
+def type_name(t: pa.DataType) -> str:
+    """A type's name after a trip through a table format (for comparing schemas).
+
+    Strings, binaries and lists of any offset width compare equal; integers, floats,
+    timestamps keep their width and unit.
+    """
+    t = warehouse_type(t)
+    if pa.types.is_list(t):
+        return f"list<{type_name(t.value_type)}>"
+    if pa.types.is_struct(t):
+        return "struct<" + ", ".join(f"{f.name}: {type_name(f.type)}" for f in t) + ">"
+    if pa.types.is_timestamp(t):
+        return "timestamp" + ("[tz]" if t.tz else "")  # both formats keep microseconds
+    return str(t)
+
+
+def check_additive(table_schema: pa.Schema, new_schema: pa.Schema, *, where: str
+                   ) -> tuple[str, ...]:
+    """Check that writing ``new_schema`` into a table of ``table_schema`` only adds columns.
+
+    Args:
+        table_schema: the table's current schema (as its format reads it back).
+        new_schema: the schema of the rows to write.
+        where: the table, for the message.
+
+    Returns:
+        The columns of ``new_schema`` the table lacks, in order.
+
+    Raises:
+        SchemaChangeError: a column in both with different types (after
+            :func:`type_name`), naming the column and both types.
+
+    """
+    have = {f.name: f.type for f in table_schema}
+    for f in new_schema:
+        if f.name in have and type_name(have[f.name]) != type_name(f.type):
+            raise SchemaChangeError(
+                f"{where}: column {f.name!r} is {type_name(have[f.name])} in the table but "
+                f"{type_name(f.type)} in this run; only new columns can be added",
+                hint="publish into another table, or cast the column in the table first")
+    return tuple(f.name for f in new_schema if f.name not in have)
+
+
+def _with_run_columns(table: pa.Table, *, run_id: str, run_date: date, signature: str,
+                      labels: tuple[tuple[str, str], ...], what: str) -> pa.Table:
+    clash = [k for k, _ in labels if k in table.column_names]
+    if clash:
+        raise ConfigError(f"label {clash[0]!r} is also a column of the run's {what}; "
+                          "choose another key")
+    if RUN_ID_COLUMN in table.column_names:
+        table = table.drop_columns([RUN_ID_COLUMN])
+    for name in (RUN_DATE_COLUMN, SIGNATURE_COLUMN):
+        if name in table.column_names:
+            raise InputError(f"the run's {what} already have a {name!r} column")
+    n = table.num_rows
+    front = {
+        RUN_ID_COLUMN: pa.array([run_id] * n, pa.string()),
+        RUN_DATE_COLUMN: pa.array([run_date] * n, pa.date32()),
+        SIGNATURE_COLUMN: pa.array([signature] * n, pa.string()),
+        **{k: pa.array([v] * n, pa.string()) for k, v in labels},
+    }
+    columns = [*front.values(), *table.columns]
+    names = [*front, *table.column_names]
+    out = pa.Table.from_arrays(columns, names=names)
+    return out.cast(pa.schema([pa.field(f.name, warehouse_type(f.type)) for f in out.schema]))
+
+
+def load_run(path: str, *, labels: Sequence[str] = (), run_date: str | None = None
+             ) -> RunTables:
+    """Read a complete run directory into the rows to publish.
+
+    Args:
+        path: the run directory (local path or URI), as written by ``overlap score``.
+        labels: ``KEY=VALUE`` strings (see :func:`parse_labels`).
+        run_date: ``YYYY-MM-DD``; default: the UTC date of the manifest's ``started_at``.
+
+    Returns:
+        A :class:`RunTables`.
+
+    Raises:
+        InputError: not a complete run (no ``_SUCCESS``), unreadable files, no run id.
+        ConfigError: bad labels or date, or a label that is also a column of the run.
+
+    """
+    from pipeline.io import runs
+
+    parsed = parse_labels(labels)
+    day = parse_run_date(run_date) if run_date is not None else None
+    run = runs.open_run(path)
+    if not run.run_id:
+        raise InputError(f"{path}/manifest.json has no run_id")
+    day = day or _run_date_of(run.manifest, path)
+    try:
+        examples = pq.read_table(list(run.files), filesystem=run.fs)
+        with run.fs.open_input_file(f"{run.root}/aggregate.parquet") as fh:
+            aggregates = pq.read_table(fh)
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read {path}: {err}") from err
+    signature = str(run.signature)
+    tables = {
+        EXAMPLES_TABLE: _with_run_columns(examples.replace_schema_metadata(None),
+                                          run_id=run.run_id, run_date=day,
+                                          signature=signature, labels=parsed, what="examples"),
+        AGGREGATES_TABLE: _with_run_columns(aggregates.replace_schema_metadata(None),
+                                            run_id=run.run_id, run_date=day,
+                                            signature=signature, labels=parsed,
+                                            what="aggregate"),
+    }
+    return RunTables(run_id=run.run_id, run_date=day, signature=signature, labels=parsed,
+                     tables=tables)
+
+
+def after_commit(fmt: str, table: str) -> None:
+    """Test hook: SIGKILL this process after ``fmt.table``'s commit if asked to.
+
+    Reads :data:`FAULTS_ENV_VAR` (JSON ``{"kill_after": "delta.examples"}``); does nothing
+    when it is unset.
+
+    Raises:
+        ConfigError: the variable is set but not such an object.
+
+    """
+    text = os.environ.get(FAULTS_ENV_VAR, "").strip()
+    if not text:
+        return
+    try:
+        spec = json.loads(text)
+        target = spec["kill_after"]
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(f"{FAULTS_ENV_VAR}: expected {{\"kill_after\": \"FORMAT.TABLE\"}}, "
+                          f"got {text!r}") from None
+    if target == f"{fmt}.{table}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+__all__ = ["AGGREGATES_TABLE", "EXAMPLES_TABLE", "PublishedTable", "RunTables",
+           "SchemaChangeError", "TABLES", "after_commit", "check_additive", "load_run",
+           "parse_labels", "parse_run_date", "type_name", "warehouse_type"]

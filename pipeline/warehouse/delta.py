@@ -1,0 +1,141 @@
+"""Publish a run into Delta Lake tables with delta-rs (the ``deltalake`` package).
+
+Tables ``ROOT/examples`` and ``ROOT/aggregates`` (local paths or object-store URIs that
+delta-rs opens), partitioned by ``run_date``. Each append carries a Delta transaction
+identifier (``txn`` action, Delta protocol "Transaction Identifiers") with the run id as
+application id, written in the same commit as the rows; before writing, the table's
+transaction version for that id is read, so a run already in the table is never appended
+again. Two publishers racing on the same run collide in delta-rs's conflict checker
+(a concurrent transaction with the same application id); the loser retries, finds the
+identifier, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.errors import ExecutionError, InputError
+from pipeline.warehouse.common import (
+    PARTITION_COLUMN,
+    RUN_ID_COLUMN,
+    TABLES,
+    PublishedTable,
+    RunTables,
+    after_commit,
+    check_additive,
+)
+
+FORMAT = "delta"
+# The transaction identifier's version: a run is written in one commit, so always 1.
+TXN_VERSION = 1
+COMMIT_ATTEMPTS = 8
+
+
+def _import_deltalake() -> Any:
+    try:
+        import deltalake
+    except ImportError:
+        raise ExecutionError("publishing to Delta Lake needs the deltalake package",
+                             hint="pip install 'overlap-pipeline[warehouse]'") from None
+    return deltalake
+
+
+def table_uri(root: str, table: str) -> str:
+    """``ROOT/table`` for a local path or a URI (no trailing slash)."""
+    return posixpath.join(root.rstrip("/"), table) if "://" in root else \
+        str(posixpath.join(root.rstrip("/") or "/", table))
+
+
+def _open(deltalake: Any, uri: str, storage_options: dict[str, str] | None) -> Any | None:
+    try:
+        return deltalake.DeltaTable(uri, storage_options=storage_options)
+    except deltalake.exceptions.TableNotFoundError:
+        return None
+
+
+def _rows_of_run(dt: Any, run_id: str) -> int:
+    import pyarrow.compute as pc
+
+    data = dt.to_pyarrow_dataset()
+    return int(data.count_rows(filter=pc.field(RUN_ID_COLUMN) == run_id))
+
+
+def _publish_one(deltalake: Any, uri: str, rows: pa.Table, run_id: str, table: str,
+                 storage_options: dict[str, str] | None) -> PublishedTable:
+    from deltalake import CommitProperties, Transaction
+
+    where = f"Delta table {uri}"
+    last: Exception | None = None
+    for attempt in range(COMMIT_ATTEMPTS):
+        dt = _open(deltalake, uri, storage_options)
+        added: tuple[str, ...] = tuple(rows.column_names)
+        if dt is not None:
+            if dt.transaction_version(run_id) is not None:
+                return PublishedTable(FORMAT, table, uri, _rows_of_run(dt, run_id), False,
+                                      dt.version())
+            current = pa.schema(dt.schema().to_arrow())
+            added = check_additive(current, rows.schema, where=where)
+            if dt.metadata().partition_columns != [PARTITION_COLUMN]:
+                raise InputError(f"{where} is partitioned by "
+                                 f"{dt.metadata().partition_columns}, not {PARTITION_COLUMN}")
+        try:
+            deltalake.write_deltalake(
+                uri, rows, mode="append", schema_mode="merge",
+                partition_by=[PARTITION_COLUMN], storage_options=storage_options,
+                commit_properties=CommitProperties(
+                    app_transactions=[Transaction(app_id=run_id, version=TXN_VERSION)],
+                    custom_metadata={"overlap.run_id": run_id}))
+        except deltalake.exceptions.CommitFailedError as err:
+            # A concurrent commit won (another run, or the same run); look again.
+            last = err
+            time.sleep(0.05 * (attempt + 1))
+            continue
+        except deltalake.exceptions.SchemaMismatchError as err:
+            raise InputError(f"{where}: {err}") from err
+        except (OSError, deltalake.exceptions.DeltaError) as err:
+            if _open(deltalake, uri, storage_options) is None and dt is None and attempt < 2:
+                last = err  # two first writers raced to create the table
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise ExecutionError(f"cannot write {where}: {err}") from err
+        after_commit(FORMAT, table)
+        dt = deltalake.DeltaTable(uri, storage_options=storage_options)
+        return PublishedTable(FORMAT, table, uri, rows.num_rows, True, dt.version(),
+                              added if dt.version() > 0 else ())
+    raise ExecutionError(f"cannot write {where}: {COMMIT_ATTEMPTS} commits lost to "
+                         f"concurrent writers ({last})")
+
+
+def publish_delta(run: RunTables, root: str, *,
+                  storage_options: dict[str, str] | None = None) -> list[PublishedTable]:
+    """Append a run to the Delta tables ``root/examples`` and ``root/aggregates``.
+
+    Creates the tables on first use (partitioned by ``run_date``); adds the run's new
+    columns to an existing table. Idempotent per table: a table whose log already holds the
+    run id as a transaction identifier is left alone.
+
+    Args:
+        run: the run's rows (:func:`pipeline.warehouse.common.load_run`).
+        root: the directory or URI holding both tables.
+        storage_options: delta-rs storage options (credentials, endpoints) for URIs.
+
+    Returns:
+        One :class:`PublishedTable` per table, examples first.
+
+    Raises:
+        SchemaChangeError: a column's type differs from the table's.
+        InputError: a table partitioned otherwise.
+        ExecutionError: deltalake missing, storage failures, commits lost to concurrent
+            writers too often.
+
+    """
+    deltalake = _import_deltalake()
+    return [_publish_one(deltalake, table_uri(root, name), run.tables[name], run.run_id, name,
+                         storage_options) for name in TABLES]
+
+
+__all__ = ["publish_delta", "table_uri"]

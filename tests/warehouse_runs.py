@@ -1,0 +1,53 @@
+"""Small real runs of `overlap score --engine local` on the bundled REALSumm data, for the
+warehouse, report and explain tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import api
+from pipeline.config import ScoreConfig
+from tests.conftest import BUNDLED
+
+
+def realsumm_inputs(root: Path, *, n: int = 40) -> tuple[Path, Path]:
+    """The first n bundled examples as a predictions file and a one-row-per-reference file."""
+    preds = pd.read_parquet(BUNDLED / "predictions").sort_values("id").head(n)
+    refs = pd.read_parquet(BUNDLED / "references.parquet")
+    refs = refs[refs["id"].isin(preds["id"])]
+    root.mkdir(parents=True, exist_ok=True)
+    preds.to_parquet(root / "predictions.parquet", index=False)
+    refs.to_parquet(root / "references.parquet", index=False)
+    return root / "predictions.parquet", root / "references.parquet"
+
+
+def score_run(predictions: Path, references: Path, output: Path, *, run_id: str,
+              metrics: tuple[str, ...] = ("rouge1", "rougeL"), keep_text: bool = False,
+              group_by: tuple[str, ...] = ("system",)) -> Path:
+    api.score(str(predictions), references=str(references), output=str(output), run_id=run_id,
+              config=ScoreConfig(engine="local", metrics=metrics, bootstrap=50,
+                                 group_by=group_by, keep_text=keep_text))
+    return output
+
+
+def retyped_copy(run: Path, output: Path, *, run_id: str, column: str,
+                 to: pa.DataType) -> Path:
+    """A copy of a complete run with another run id and one examples column cast."""
+    import shutil
+
+    shutil.copytree(run, output)
+    for part in (output / "examples").glob("part-*.parquet"):
+        table = pq.read_table(part)
+        i = table.schema.get_field_index(column)
+        table = table.set_column(i, pa.field(column, to), table[column].cast(to))
+        table = table.set_column(0, "run_id", pa.array([run_id] * table.num_rows))
+        pq.write_table(table, part)
+    manifest = json.loads((output / "manifest.json").read_text())
+    manifest["run_id"] = run_id
+    (output / "manifest.json").write_text(json.dumps(manifest))
+    return output
