@@ -431,3 +431,42 @@ def run_settings(config: dict[str, Any]) -> dict[str, Any]:
         if config.get(key) is not None:
             out[key] = config[key]
     return out
+
+
+def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10) -> str:
+    """Write a self-contained HTML report of a run, compared with a baseline when given.
+
+    Composition of :func:`pipeline.report.build.build_report` (the content: signature,
+    counts, notes, means with intervals and histograms per metric and measure; with a
+    baseline the ``compare`` table with alarms, the per-example deltas and the examples that
+    moved most with matched words marked) and an atomic write (a temporary name, then a
+    rename).
+
+    Args:
+        run_dir: a complete ``overlap score`` output (path or URI).
+        output: the HTML file to write (path or URI); replaced when it exists.
+        baseline: a complete baseline run (None: no comparison).
+        top: moved examples to show, >= 0.
+
+    Returns:
+        The output path as given.
+
+    Raises:
+        ConfigError: ``top`` < 0.
+        InputError: an incomplete or unreadable run; the output cannot be written.
+        SignatureMismatchError: runs scored with different settings.
+
+    """
+    from pipeline.errors import InputError
+    from pipeline.io.files import locate
+    from pipeline.io.write import write_text
+    from pipeline.report.build import build_report
+
+    if top < 0:
+        raise ConfigError(f"top must be >= 0, got {top}")
+    text = build_report(run_dir, baseline=baseline, top=top)
+    try:
+        write_text(text, locate(output))
+    except OSError as err:
+        raise InputError(f"cannot write {output}: {err}") from err
+    return output

@@ -20,4 +20,5 @@ def main() -> None:
 from pipeline.cli import compare as _compare  # noqa: E402,F401 - registers `overlap compare`
 from pipeline.cli import explain as _explain  # noqa: E402,F401 - registers `overlap explain`
 from pipeline.cli import publish as _publish  # noqa: E402,F401 - registers `overlap publish`
+from pipeline.cli import report as _report  # noqa: E402,F401 - registers `overlap report`
 from pipeline.cli import score as _score  # noqa: E402,F401 - registers `overlap score`, `overlap signature`

@@ -1,0 +1,230 @@
+"""HTML pieces of the report: one self-contained file, no script, no request when opened.
+
+Pure rendering: strings and numbers in, escaped HTML out. Styles are inline in ``<head>``,
+histograms are inline SVG, and a Content-Security-Policy meta tag forbids loading anything
+(``default-src 'none'``), so the file renders the same from an e-mail, an artifact store or
+a laptop without network. Content does not depend on JavaScript; print styles keep tables
+and examples whole on paper.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+STYLE = """
+:root { --ink: #1d2430; --muted: #5b6472; --line: #d6dae0; --alarm: #b3261e;
+        --alarm-bg: #fde7e5; --bar: #3b6ea5; --both: #ffe58a; --base: #cfe3ff;
+        --cand: #c9f2cf; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue",
+       Arial, sans-serif; color: var(--ink); margin: 0 auto; padding: 1.5rem;
+       max-width: 76rem; }
+h1 { font-size: 1.5rem; margin: 0 0 .3rem; }
+h2 { font-size: 1.2rem; margin: 2rem 0 .6rem; border-bottom: 2px solid var(--line); }
+h3 { font-size: 1.02rem; margin: 1.2rem 0 .4rem; }
+code, .sig { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+             overflow-wrap: anywhere; }
+.muted { color: var(--muted); }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem;
+           margin: .5rem 0; }
+dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; }
+table { border-collapse: collapse; margin: .4rem 0 1rem; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid var(--line); padding: .25rem .55rem; text-align: right;
+         vertical-align: top; }
+th { background: #f3f5f8; } td.l, th.l { text-align: left; }
+tr.alarm td { background: var(--alarm-bg); }
+td.flag { color: var(--alarm); font-weight: 700; }
+.hists { display: flex; flex-wrap: wrap; gap: .8rem 1.2rem; }
+figure { margin: 0; } figcaption { font-size: 12.5px; color: var(--muted); }
+svg { display: block; }
+.example { border: 1px solid var(--line); border-radius: 6px; padding: .6rem .9rem;
+           margin: .8rem 0; break-inside: avoid; }
+.example p.text { margin: .2rem 0 .6rem; white-space: pre-wrap; }
+.label { font-size: 12px; font-weight: 700; text-transform: uppercase; color: var(--muted);
+         letter-spacing: .03em; }
+mark { background: var(--both); padding: 0 1px; border-bottom: 2px solid #c9a400; }
+mark.base { background: var(--base); border-bottom: 2px dashed #3b6ea5; }
+mark.cand { background: var(--cand); border-bottom: 2px dotted #2e7d32; }
+.legend mark { margin-right: .6rem; }
+ul.notes { padding-left: 1.2rem; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  h2 { break-after: avoid; } table, figure { break-inside: avoid; }
+  mark { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  tr.alarm td { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value's text."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def num(value: Any, spec: str = ".4f") -> str:
+    """A number formatted, or an en dash for None/NaN."""
+    if value is None:
+        return "\u2013"
+    try:
+        if isinstance(value, float) and not math.isfinite(value):
+            return "\u2013"
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return esc(value)
+
+
+def page(title: str, body: Iterable[str]) -> str:
+    """A whole HTML document: CSP, inline styles, the body parts joined."""
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="referrer" content="no-referrer">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        *body,
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+def facts(items: Sequence[tuple[str, Any]]) -> str:
+    """A definition list of (label, value) pairs.
+
+    Values are escaped, except those given as ``("html", text)``.
+    """
+    rows = []
+    for label, value in items:
+        shown = value[1] if isinstance(value, tuple) and value[0] == "html" else esc(value)
+        rows.append(f"<dt>{esc(label)}</dt><dd>{shown}</dd>")
+    return '<dl class="facts">' + "".join(rows) + "</dl>"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1,
+          row_classes: Sequence[str] | None = None, caption: str | None = None) -> str:
+    """An HTML table; the first ``left`` columns are left-aligned text.
+
+    Cells are escaped, except those given as ``("html", text)``.
+    """
+    def cell(tag: str, i: int, value: Any) -> str:
+        cls = ' class="l"' if i < left else ""
+        if isinstance(value, tuple) and len(value) == 2 and value[0] == "html":
+            return f"<{tag}{cls}>{value[1]}</{tag}>"
+        return f"<{tag}{cls}>{esc(value)}</{tag}>"
+
+    out = ["<table>"]
+    if caption:
+        out.append(f"<caption class=\"muted\">{esc(caption)}</caption>")
+    out.append("<thead><tr>" + "".join(cell("th", i, h) for i, h in enumerate(header))
+               + "</tr></thead><tbody>")
+    for k, row in enumerate(rows):
+        cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
+        out.append(f"<tr{cls}>" + "".join(cell("td", i, v) for i, v in enumerate(row))
+                   + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def histogram_svg(values: np.ndarray, *, label: str, bins: int = 24, width: int = 240,
+                  height: int = 84, symmetric: bool = False,
+                  marks: Sequence[tuple[float, str]] = ()) -> str:
+    """A small histogram as inline SVG, inside a ``<figure>`` with a caption.
+
+    Args:
+        values: the values (NaN dropped).
+        label: caption (escaped), e.g. ``rougeL.fmeasure``.
+        bins: number of bars.
+        width: pixels.
+        height: pixels (plot area plus a line of axis text).
+        symmetric: range symmetric around 0 (for deltas), with a line at 0.
+        marks: vertical lines ``(value, color)`` (e.g. the mean).
+
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    plot_h = height - 16
+    if v.size == 0:
+        body = f'<text x="4" y="{plot_h // 2}" font-size="11">no values</text>'
+        lo, hi = 0.0, 1.0
+    else:
+        lo, hi = float(v.min()), float(v.max())
+        if symmetric:
+            edge = max(abs(lo), abs(hi)) or 1e-9
+            lo, hi = -edge, edge
+        elif 0.0 <= lo and hi <= 1.0:
+            lo, hi = 0.0, 1.0  # scores in [0, 1]: the whole range, comparable across panels
+        if hi <= lo:
+            hi = lo + 1e-9
+        counts, _ = np.histogram(v, bins=bins, range=(lo, hi))
+        peak = max(int(counts.max()), 1)
+        bar_w = width / bins
+        rects = []
+        for i, c in enumerate(counts.tolist()):
+            if not c:
+                continue
+            h = max(1.0, plot_h * c / peak)
+            rects.append(f'<rect x="{i * bar_w + 0.5:.1f}" y="{plot_h - h:.1f}" '
+                         f'width="{max(bar_w - 1, 1):.1f}" height="{h:.1f}" fill="#3b6ea5">'
+                         f"<title>{c}</title></rect>")
+        body = "".join(rects)
+        lines = list(marks)
+        if symmetric:
+            lines.insert(0, (0.0, "#5b6472"))
+        for value, color in lines:
+            x = (value - lo) / (hi - lo) * width
+            body += (f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{plot_h}" stroke="{color}" '
+                     f'stroke-width="1.5"/>')
+    axis = (f'<line x1="0" x2="{width}" y1="{plot_h + .5}" y2="{plot_h + .5}" '
+            f'stroke="#98a1ad"/>'
+            f'<text x="0" y="{height - 3}" font-size="10" fill="#5b6472">{num(lo, ".3g")}</text>'
+            f'<text x="{width}" y="{height - 3}" font-size="10" fill="#5b6472" '
+            f'text-anchor="end">{num(hi, ".3g")}</text>')
+    n = int(v.size)
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{esc(label)}: histogram of {n} values">{body}{axis}</svg>'
+            f"<figcaption>{esc(label)}{'' if symmetric else f' (n = {n})'}</figcaption>"
+            "</figure>")
+
+
+def marked_text(text: str | None, spans: Sequence[tuple[int, int]] | None,
+                classes: dict[int, str]) -> str:
+    """A text with some tokens wrapped in ``<mark>``.
+
+    Args:
+        text: the text (None: shown as not available).
+        spans: character spans of its tokens (None: shown unmarked).
+        classes: token position -> mark class ("" for the plain ``<mark>``).
+
+    """
+    if text is None:
+        return '<span class="muted">(text not available)</span>'
+    if spans is None or not classes:
+        return esc(text)
+    out = []
+    cursor = 0
+    for pos, (a, b) in enumerate(spans):
+        if pos not in classes:
+            continue
+        out.append(esc(text[cursor:a]))
+        cls = f' class="{classes[pos]}"' if classes[pos] else ""
+        out.append(f"<mark{cls}>{esc(text[a:b])}</mark>")
+        cursor = b
+    out.append(esc(text[cursor:]))
+    return "".join(out)
+
+
+__all__ = ["CSP", "esc", "facts", "histogram_svg", "marked_text", "num", "page", "table"]
