@@ -21,6 +21,10 @@
 #                 moved can be read even after tonight's inputs are overwritten)
 #   COMPARE_ARGS  extra arguments for overlap compare (e.g. "--band 0.005 --metric rougeL.fmeasure")
 #   BASELINE      compare with this run directory instead of the last successful run
+#   PUBLISH_ARGS  when set, publish tonight's run with `overlap publish RUN_DIR $PUBLISH_ARGS`
+#                 right after scoring, e.g. "--delta /data/warehouse --label model=m7" or
+#                 "--iceberg sqlite:////data/catalog.db --namespace evals"; a failed publish
+#                 stops the loop with its exit code (publishing again later completes it)
 #
 # Exit codes: 0 no alarm, or a first run with nothing to compare with; 1 alarm; 2 bad usage
 # or input; 3 or 4 as overlap score (output exists; execution failure).
@@ -65,6 +69,18 @@ rc=$?
 if [[ $rc -ne 0 ]]; then
     echo "nightly: overlap score failed (exit $rc); no comparison" >&2
     exit "$rc"
+fi
+
+# 1b. Publish tonight's run to warehouse tables (only when PUBLISH_ARGS is set).
+if [[ -n ${PUBLISH_ARGS:-} ]]; then
+    read -r -a PUBLISH_EXTRA <<< "$PUBLISH_ARGS"
+    echo "nightly: publishing $RUN_DIR" >&2
+    "${OVERLAP_CMD[@]}" publish "$RUN_DIR" --run-date "$RUN_DATE" "${PUBLISH_EXTRA[@]}"
+    rc=$?
+    if [[ $rc -ne 0 ]]; then
+        echo "nightly: overlap publish failed (exit $rc); run it again to complete" >&2
+        exit "$rc"
+    fi
 fi
 
 # 2. Find the last successful run before this one.

@@ -272,3 +272,25 @@ def test_publish_has_help():
     for option in ("--delta", "--iceberg", "--namespace", "--warehouse", "--label",
                    "--run-date"):
         assert option in result.output
+
+
+@pytest.mark.slow
+def test_nightly_loop_publishes_after_scoring(tmp_path):
+    overlap = Path(sys.executable).with_name("overlap")
+    if not overlap.exists():
+        pytest.skip("the overlap console script is not installed")
+    preds, refs = realsumm_inputs(tmp_path / "in", n=30)
+    env = {**os.environ, "OVERLAP": str(overlap), "SCORE_ARGS": "--engine local --bootstrap 20",
+           "PUBLISH_ARGS": f"--delta {tmp_path / 'wh'} --label model=m7"}
+    for day, run_id in (("2026-11-29", "n1"), ("2026-11-30", "n2")):
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly.sh"),
+                               str(tmp_path / "runs"), str(preds), str(refs)],
+                              env={**env, "RUN_DATE": day, "RUN_ID": run_id},
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "nightly: publishing" in done.stderr
+    table = delta_rows(tmp_path / "wh", "examples").to_pandas()
+    assert table.groupby("run_id")["run_date"].agg(["count", "first"]).to_dict("index") == {
+        "n1": {"count": 30, "first": dt.date(2026, 11, 29)},
+        "n2": {"count": 30, "first": dt.date(2026, 11, 30)}}
+    assert set(table["model"]) == {"m7"}

@@ -276,10 +276,11 @@ def load_run(path: str, *, labels: Sequence[str] = (), run_date: str | None = No
         raise InputError(f"{path}/manifest.json has no run_id")
     day = day or _run_date_of(run.manifest, path)
     try:
-        examples = pq.read_table(list(run.files), filesystem=run.fs)
+        # no partitioning: a run directory may sit under key=value directories (nightly.sh)
+        examples = pq.read_table(list(run.files), filesystem=run.fs, partitioning=None)
         with run.fs.open_input_file(f"{run.root}/aggregate.parquet") as fh:
             aggregates = pq.read_table(fh)
-    except (OSError, pa.ArrowInvalid) as err:
+    except (OSError, pa.ArrowException) as err:
         raise InputError(f"cannot read {path}: {err}") from err
     signature = str(run.signature)
     tables = {
