@@ -486,15 +486,18 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
 
     e = explanation
     s = e.settings
+    def count(n: int, noun: str) -> str:
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
     out = [f"settings: tokenizer {s['tokenizer']}, stemmer {s['stemmer']}, "
            f"{'case kept' if s['case_sensitive'] else 'lower-cased'}, multi-reference "
            f"{s['multi_reference']}, sentences by {s['sentence_split']}"
            + (f", max {s['max_tokens']} tokens" if s["max_tokens"] else ""),
-           f"prediction: {len(e.prediction.tokens)} tokens, "
-           f"{sum(1 for a, b in e.prediction.sentences if b > a)} sentences"]
+           f"prediction: {count(len(e.prediction.tokens), 'token')}, "
+           f"{count(sum(1 for a, b in e.prediction.sentences if b > a), 'sentence')}"]
     for i, r in enumerate(e.references):
-        out.append(f"reference {i}: {len(r.tokens)} tokens, "
-                   f"{sum(1 for a, b in r.sentences if b > a)} sentences")
+        out.append(f"reference {i}: {count(len(r.tokens), 'token')}, "
+                   f"{count(sum(1 for a, b in r.sentences if b > a), 'sentence')}")
     for name, m in e.metrics.items():
         won = (f"reference {m.reference_index} won ({m.rule}: "
                f"{'highest fmeasure' if m.rule == 'max' else 'highest recall'}, first on ties)"

@@ -38,7 +38,8 @@ dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; }
 table { border-collapse: collapse; margin: .4rem 0 1rem; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid var(--line); padding: .25rem .55rem; text-align: right;
          vertical-align: top; }
-th { background: #f3f5f8; } td.l, th.l { text-align: left; }
+th { background: #f3f5f8; } td { white-space: nowrap; }
+td.l, th.l { text-align: left; white-space: normal; }
 tr.alarm td { background: var(--alarm-bg); }
 td.flag { color: var(--alarm); font-weight: 700; }
 .hists { display: flex; flex-wrap: wrap; gap: .8rem 1.2rem; }

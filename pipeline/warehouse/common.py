@@ -81,8 +81,9 @@ class PublishedTable:
         """One line for the terminal."""
         what = "appended" if self.appended else "already there, nothing written:"
         extra = f"; new columns {', '.join(self.added_columns)}" if self.added_columns else ""
+        kind = "snapshot" if self.format == "iceberg" else "version"
         return (f"{self.format} {self.table}: {what} {self.rows} rows of the run "
-                f"({self.location}, version {self.version}){extra}")
+                f"({self.location}, {kind} {self.version}){extra}")
 
 
 @dataclass(frozen=True)
