@@ -97,11 +97,14 @@ def as_option(option: Option, value: Any) -> Any:
 
     """
     key = option.key
-    if isinstance(option.default, bool):
+    if value is None and option.default is None:
+        return None
+    kind = option.type
+    if kind is bool:
         return as_bool(key, value)
-    if isinstance(option.default, int):
+    if kind is int:
         out: Any = as_int(key, value)
-    elif isinstance(option.default, float):
+    elif kind is float:
         out = as_float(key, value)
     elif option.choices:
         return as_choice(key, value, option.choices)

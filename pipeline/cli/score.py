@@ -43,13 +43,13 @@ def one_line(err: Exception) -> str:
 
 def _family_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The click option of a family option (declared once, in its family's module)."""
-    shown = option.default if not isinstance(option.default, bool) else \
-        ("yes" if option.default else "no")
+    shown = ("not set" if option.default is None else
+             ("yes" if option.default else "no") if option.type is bool else option.default)
     text = f"{option.help}  [default: {shown}]"
-    if isinstance(option.default, bool):
+    if option.type is bool:
         return click.option(f"{option.flag}/--no-{option.flag[2:]}", option.key, default=None,
                             help=text)
-    kind: Any = _Choice(option.choices) if option.choices else type(option.default)
+    kind: Any = _Choice(option.choices) if option.choices else option.type
     return click.option(option.flag, option.key, type=kind, help=text)
 
 

@@ -85,10 +85,12 @@ class Option:
         key: the settings and config-file key, e.g. ``bleu_tokenize``; the flag is
             ``--bleu-tokenize`` (``--key/--no-key`` for a bool).
         default: the default value; its type is the option's type (str, bool, int or
-            float).
+            float). A default of None means "not set" (None is then always allowed) and
+            ``kind`` gives the type.
         help: one sentence for ``--help`` and ``configs/default.yaml``.
         choices: the allowed values of a str option (empty: any string).
         minimum: the smallest allowed value of an int or float option (None: no bound).
+        kind: the value type when ``default`` is None (str, int or float).
 
     """
 
@@ -97,6 +99,12 @@ class Option:
     help: str
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    kind: type | None = None
+
+    @property
+    def type(self) -> type:
+        """The value type: ``kind``, else the type of ``default``."""
+        return self.kind if self.kind is not None else type(self.default)
 
     @property
     def flag(self) -> str:
