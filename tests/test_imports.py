@@ -38,9 +38,11 @@ def _within(name: str, prefix: str) -> bool:
 
 
 # (modules under this prefix, may not import anything under these prefixes)
+_ABOVE_TOKENIZERS = ("pipeline.metrics", "pipeline.scoring", "pipeline.config", "pipeline.io",
+                     "pipeline.engine", "pipeline.api", "pipeline.cli")
 RULES = [
-    ("pipeline.tokenizers", ("pipeline.metrics", "pipeline.scoring", "pipeline.config",
-                             "pipeline.io", "pipeline.engine", "pipeline.api", "pipeline.cli")),
+    ("pipeline.tokenizers", _ABOVE_TOKENIZERS),
+    ("pipeline.mt_tokenizers", _ABOVE_TOKENIZERS),
     ("pipeline.metrics", ("pipeline.scoring", "pipeline.config", "pipeline.io",
                           "pipeline.engine", "pipeline.api", "pipeline.cli")),
     ("pipeline.scoring", ("pipeline.config", "pipeline.io", "pipeline.engine", "pipeline.api",
@@ -50,7 +52,7 @@ RULES = [
     ("pipeline.engine", ("pipeline.api", "pipeline.cli")),
     ("pipeline.api", ("pipeline.cli",)),
 ]
-CORE = ("pipeline.tokenizers", "pipeline.metrics", "pipeline.scoring", "pipeline.signature",
+CORE = ("pipeline.tokenizers", "pipeline.mt_tokenizers", "pipeline.metrics", "pipeline.scoring", "pipeline.signature",
         "pipeline.values")
 NOT_IN_CORE = ("ray", "fsspec", "click")
 
