@@ -25,12 +25,8 @@ def score_texts(
     references: Sequence[str | Sequence[str]],
     *,
     metrics: Sequence[str] = DEFAULT_METRICS,
-    tokenizer: str = "rouge-score",
-    stemmer: str = "none",
-    case_sensitive: bool = False,
-    multi_reference: str = "max",
-    sentence_split: str = "newline",
     max_tokens: int | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Score predictions against references in memory (for notebooks and small jobs).
 
@@ -40,13 +36,12 @@ def score_texts(
     Args:
         predictions: N prediction texts.
         references: N items, each one reference text or a list of reference texts.
-        metrics: rouge1..rouge9, rougeL, rougeLsum.
-        tokenizer: ``rouge-score``, ``unicode`` or ``whitespace``.
-        stemmer: ``none`` or ``porter``.
-        case_sensitive: keep case.
-        multi_reference: ``max``, ``mean``, ``pooled`` or ``best-recall``.
-        sentence_split: ``newline`` (rouge-score) or ``punctuation`` (for rougeLsum).
+        metrics: metric names (``rouge1``..``rouge9``, ``rougeL``, ``rougeLsum`` and the
+            other families', see ``pipeline.metrics.registry.names()``).
         max_tokens: cut texts longer than this many tokens (None: no limit, as rouge-score).
+        options: family options by their config-file key, e.g. ``stemmer="porter"``,
+            ``tokenizer="unicode"``, ``multi_reference="pooled"`` (``configs/default.yaml``
+            lists every key).
 
     Returns:
         A DataFrame with N rows in input order and the columns of
@@ -54,16 +49,14 @@ def score_texts(
         ``max_tokens`` is set.
 
     Raises:
-        ConfigError: unknown metric, tokenizer, stemmer or rule.
+        ConfigError: unknown metric, option or value.
         ValueError: predictions and references differ in length.
         TypeError: a bare string as ``predictions``.
 
     """
     if isinstance(predictions, str):
         raise TypeError("predictions must be a list of texts, not a str")
-    scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
-                    case_sensitive=case_sensitive, multi_reference=multi_reference,
-                    sentence_split=sentence_split, max_tokens=max_tokens)
+    scorer = Scorer(metrics=tuple(metrics), max_tokens=max_tokens, **options)
     refs = [[r] if isinstance(r, str) else list(r) for r in references]
     scored = scorer.score_batch(list(predictions), refs)
     frame = scored.table.to_pandas()
@@ -387,6 +380,7 @@ def explain(
 
     """
     from pipeline.explain import explain as explain_texts
+    from pipeline.explain import run_settings
 
     given = {"metrics": metrics, "tokenizer": tokenizer, "stemmer": stemmer,
              "case_sensitive": case_sensitive, "multi_reference": multi_reference,
@@ -414,23 +408,6 @@ def explain(
         raise InputError(f"{run_dir}: the prediction of {run.id_column} {example_id!r} cannot "
                          "be read (the run did not keep texts and its inputs changed)")
     return explain_texts(text, refs, **{**run_settings(run.config), **settings})
-
-
-def run_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The scoring settings of a run's resolved config, as :class:`pipeline.Scorer` keywords.
-
-    Only ROUGE metrics are kept (the ones :func:`pipeline.explain.explain` explains).
-    """
-    metrics = config.get("metrics") or DEFAULT_METRICS
-    if isinstance(metrics, str):
-        metrics = metrics.split(",")
-    rouge = tuple(m for m in metrics if re.fullmatch(r"rouge([1-9]|L|Lsum)", m))
-    out: dict[str, Any] = {"metrics": rouge or DEFAULT_METRICS}
-    for key in ("tokenizer", "stemmer", "case_sensitive", "multi_reference", "sentence_split",
-                "max_tokens"):
-        if config.get(key) is not None:
-            out[key] = config[key]
-    return out
 
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10) -> str:

@@ -15,7 +15,7 @@ it reads like the definitions; the scorer's compiled kernels compute the same nu
   tokens counted in reference order while the token has occurrences left on both sides
   (``_summary_level_lcs``); matches = the hits.
 - several references: every reference is explained, and the multi-reference rule
-  (:func:`pipeline.scoring.combine_references`, the scorer's own code) says which one won.
+  (:func:`pipeline.metrics.rouge.combine_references`, the scorer's own code) says which one won.
 
 Positions are 0-based indices into the token lists shown (after stemming and
 ``max_tokens``); they are what the report uses to mark matched words.
@@ -33,10 +33,13 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.scoring import DEFAULT_METRICS, Scorer, combine_references
-from pipeline.tokenizers import porter_stem
+from pipeline.metrics.rouge import FAMILY as ROUGE
+from pipeline.metrics.rouge import combine_references
+from pipeline.scoring import DEFAULT_METRICS, ScoringSettings
+from pipeline.tokenizers import Tokenizer, get_tokenizer, porter_stem
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # as pipeline.scoring (sentence_split=punctuation)
+# as pipeline.metrics.rouge (sentence_split="punctuation")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -223,9 +226,9 @@ def _spans(text: str, surface: list[str], normalize: Any) -> list[tuple[int, int
     return spans
 
 
-def _tokens(text: str | None, scorer: Scorer, *, split_sentences: bool) -> Tokens:
+def _tokens(text: str | None, tok: Tokenizer, *, stemmer: str, max_tokens: int | None,
+            split_sentences: bool) -> Tokens:
     text = text or ""
-    tok = scorer._tokenizer
     lowercase = not tok.case_sensitive
     scored = _SENTENCE_END.sub("\n", text) if split_sentences and text else text
     surface: list[str] = []
@@ -235,13 +238,13 @@ def _tokens(text: str | None, scorer: Scorer, *, split_sentences: bool) -> Token
         surface += tok.tokenize(line)
         sentences.append((start, len(surface)))
     spans = _spans(text, surface, tok.normalize)
-    if scorer.max_tokens is not None and len(surface) > scorer.max_tokens:
-        cut = scorer.max_tokens
+    if max_tokens is not None and len(surface) > max_tokens:
+        cut = max_tokens
         surface = surface[:cut]
         sentences = [(min(s, cut), min(e, cut)) for s, e in sentences]
         spans = None if spans is None else spans[:cut]
     tokens = [porter_stem(t, lowercase=lowercase) for t in surface] \
-        if scorer.stemmer == "porter" else surface
+        if stemmer == "porter" else surface
     return Tokens(text, tokens, sentences, spans)
 
 
@@ -402,8 +405,9 @@ def explain(
     """Explain one example's scores: the matched units of each metric and reference.
 
     The settings are those of :class:`pipeline.Scorer` (same names, same defaults, same
-    validation); the statistics equal ``Scorer(...).score_batch([prediction],
-    [references])`` for the same settings.
+    validation, :class:`pipeline.scoring.ScoringSettings`); the statistics equal
+    ``Scorer(...).score_batch([prediction], [references])`` for the same settings. ROUGE
+    metrics only.
 
     Args:
         prediction: the prediction text (None: empty).
@@ -420,7 +424,8 @@ def explain(
         An :class:`Explanation`.
 
     Raises:
-        ConfigError: unknown metric, tokenizer, stemmer or rule; no reference.
+        ConfigError: unknown metric, tokenizer, stemmer or rule; a metric of another family
+            than ROUGE; no reference.
         TypeError: a bare string as ``references``.
 
     """
@@ -428,14 +433,25 @@ def explain(
         raise TypeError("references must be a list of reference texts, not a str")
     if not references:
         raise ConfigError("explain needs at least one reference")
-    scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
-                    case_sensitive=case_sensitive, multi_reference=multi_reference,
-                    sentence_split=sentence_split, max_tokens=max_tokens)
-    split = "rougeLsum" in scorer.metrics and sentence_split == "punctuation"
-    pred = _tokens(prediction, scorer, split_sentences=split)
-    refs = [_tokens(r, scorer, split_sentences=split) for r in references]
+    checked = ScoringSettings.from_values(
+        metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
+        case_sensitive=case_sensitive, multi_reference=multi_reference,
+        sentence_split=sentence_split, max_tokens=max_tokens)
+    others = [m for m in checked.metrics if not ROUGE.serves(m)]
+    if others:
+        raise ConfigError(f"explain covers the ROUGE metrics, not {', '.join(others)}")
+    names = checked.metrics
+    split = "rougeLsum" in names and sentence_split == "punctuation"
+    tok = get_tokenizer(tokenizer, case_sensitive=case_sensitive)
+
+    def tokens(text: str | None) -> Tokens:
+        return _tokens(text, tok, stemmer=stemmer, max_tokens=max_tokens,
+                       split_sentences=split)
+
+    pred = tokens(prediction)
+    refs = [tokens(r) for r in references]
     pairs: dict[str, list[PairExplanation]] = {}
-    for metric in scorer.metrics:
+    for metric in names:
         kind = _metric_kind(metric)
         if kind > 0:
             pairs[metric] = [explain_ngrams(pred.tokens, r.tokens, kind, index=i)
@@ -446,12 +462,12 @@ def explain(
         else:
             pairs[metric] = [explain_summary_lcs(pred, r, index=i) for i, r in enumerate(refs)]
     stats = np.array([[[p.matches, p.prediction_units, p.reference_units]
-                       for p in (pairs[m][i] for m in scorer.metrics)]
+                       for p in (pairs[m][i] for m in names)]
                       for i in range(len(refs))], dtype=np.int64)
     combined = combine_references(stats, np.array([len(refs)], dtype=np.int64),
                                   rule=multi_reference)
     out = {}
-    for k, metric in enumerate(scorer.metrics):
+    for k, metric in enumerate(names):
         out[metric] = MetricExplanation(
             metric=metric, rule=multi_reference,
             reference_index=int(combined["reference_index"][0, k]),
@@ -462,10 +478,28 @@ def explain(
             prediction_units=int(combined["prediction_units"][0, k]),
             reference_units=int(combined["reference_units"][0, k]),
             pairs=pairs[metric])
-    settings = {"metrics": list(scorer.metrics), "tokenizer": tokenizer, "stemmer": stemmer,
+    settings = {"metrics": list(names), "tokenizer": tokenizer, "stemmer": stemmer,
                 "case_sensitive": case_sensitive, "multi_reference": multi_reference,
                 "sentence_split": sentence_split, "max_tokens": max_tokens}
     return Explanation(settings=settings, prediction=pred, references=refs, metrics=out)
+
+
+def run_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The ROUGE settings of a run's resolved config (manifest ``config``) for :func:`explain`.
+
+    Only ROUGE metrics are kept (default: :data:`pipeline.scoring.DEFAULT_METRICS` when the
+    run has none); keys absent from the config keep :func:`explain`'s defaults.
+    """
+    metrics = config.get("metrics") or DEFAULT_METRICS
+    if isinstance(metrics, str):
+        metrics = metrics.split(",")
+    rouge = tuple(m for m in metrics if ROUGE.serves(m))
+    out: dict[str, Any] = {"metrics": rouge or DEFAULT_METRICS}
+    for key in ("tokenizer", "stemmer", "case_sensitive", "multi_reference", "sentence_split",
+                "max_tokens"):
+        if config.get(key) is not None:
+            out[key] = config[key]
+    return out
 
 
 def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
@@ -529,4 +563,4 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
 
 __all__ = ["Explanation", "MetricExplanation", "PairExplanation", "Tokens", "explain",
            "explain_lcs", "explain_ngrams", "explain_summary_lcs", "format_explanation",
-           "lcs_pairs"]
+           "lcs_pairs", "run_settings"]

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from pipeline import Scorer, explain
 from pipeline.cli import main
-from pipeline.scoring import MEASURES, STATISTICS
+from pipeline.metrics.rouge import MEASURES
+
+STATISTICS = ("matches", "prediction_units", "reference_units")
 
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "runs", "running", "ran", "Cat", "x1"]
 text = st.lists(st.sampled_from(WORDS + ["\n", ".", ",", "!"]), max_size=25).map(
@@ -110,3 +112,16 @@ def test_cli_explain_text_and_json():
     assert overlap("--prediction", "x").exit_code == 2  # no reference
     assert overlap("--prediction", "x", "--reference", "y", "--metrics", "rouge0"
                    ).exit_code == 2
+
+
+def test_new_modules_import_in_the_house_direction():
+    from tests.test_imports import MODULES, _within
+
+    upward = ("pipeline.api", "pipeline.cli")
+    core_forbidden = (*upward, "pipeline.io", "pipeline.engine", "pipeline.config", "ray",
+                      "fsspec", "click")
+    bad = [f"{m} imports {i}" for m, imported in MODULES.items() for i in imported
+           if (_within(m, "pipeline.explain") and any(_within(i, f) for f in core_forbidden))
+           or ((_within(m, "pipeline.warehouse") or _within(m, "pipeline.report"))
+               and any(_within(i, f) for f in upward))]
+    assert not bad, bad

@@ -9,7 +9,7 @@ import click
 from pipeline.cli import main
 from pipeline.cli.score import _Choice, one_line
 from pipeline.errors import PipelineError
-from pipeline.scoring import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
+from pipeline.metrics.rouge import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
 from pipeline.tokenizers import STEMMERS, TOKENIZERS
 
 

@@ -188,8 +188,7 @@ def _compare_section(result: Any) -> list[str]:
 
 def _explain_pair(prediction: str | None, references: list[str | None], metric: str,
                   config: dict[str, Any]) -> Any | None:
-    from pipeline.api import run_settings
-    from pipeline.explain import explain
+    from pipeline.explain import explain, run_settings
 
     if prediction is None or not references:
         return None
