@@ -146,3 +146,28 @@ def test_explain_an_example_of_a_run(runs):
             assert doc["metrics"][metric][stat] == examples.loc[ident, f"{metric}_{stat}"]
     missing = CliRunner().invoke(main, ["explain", str(runs["cand"]), "--id", "nope"])
     assert missing.exit_code == 2 and "nope" in missing.output
+
+
+def test_report_follows_the_metrics_the_run_holds(runs, tmp_path):
+    """A metric the report has never heard of (a BLEU-like `bleu.score` on a 0-100 scale) gets
+    its table row and histogram from the run's columns."""
+    import pyarrow as pa
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["base"], run)
+    for part in (run / "examples").glob("part-*.parquet"):
+        table = pq.read_table(part)
+        values = np.linspace(0, 80, table.num_rows)
+        pq.write_table(table.append_column("bleu_score", pa.array(values)), part)
+    agg = pq.read_table(run / "aggregate.parquet").to_pandas()
+    extra = agg[(agg["scope"] == "all") & (agg["metric"] == "rouge1")
+                & (agg["measure"] == "fmeasure")].copy()
+    extra[["metric", "measure", "mean", "ci_low", "ci_high"]] = ["bleu", "score", 40.0, 35.0,
+                                                                 45.0]
+    pd.concat([agg, extra]).to_parquet(run / "aggregate.parquet", index=False)
+    out = tmp_path / "r.html"
+    assert CliRunner().invoke(main, ["report", str(run), "--output", str(out)]).exit_code == 0
+    text = out.read_text()
+    assert "<td class=\"l\">bleu</td>" in text and "40.0000 [35.0000, 45.0000]" in text
+    assert 'aria-label="bleu.score: histogram of 60 values"' in text
+    assert re.search(r">80</text></svg><figcaption>bleu\.score", text)

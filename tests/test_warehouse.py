@@ -219,9 +219,10 @@ def test_iceberg_republish_is_idempotent_and_schema_grows(runs, tmp_path):
 # --------------------------------------------------------------------------------------------
 
 def test_two_runs_published_concurrently(runs, tmp_path):
+    """Runs a and b at once, and run a a second time at the same moment: each lands once."""
     targets = ["--delta", tmp_path / "delta", "--iceberg", f"sqlite:///{tmp_path}/c.db",
                "--namespace", "evals"]
-    procs = [publish_process(runs[k], *targets) for k in ("a", "b")]
+    procs = [publish_process(runs[k], *targets) for k in ("a", "b", "a")]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.errors import ExecutionError, InputError
+from pipeline.errors import ExecutionError, InputError, PipelineError
 from pipeline.warehouse.common import (
     PARTITION_COLUMN,
     RUN_ID_COLUMN,
@@ -134,8 +134,18 @@ def publish_delta(run: RunTables, root: str, *,
 
     """
     deltalake = _import_deltalake()
-    return [_publish_one(deltalake, table_uri(root, name), run.tables[name], run.run_id, name,
-                         storage_options) for name in TABLES]
+    out = []
+    for name in TABLES:
+        uri = table_uri(root, name)
+        try:
+            out.append(_publish_one(deltalake, uri, run.tables[name], run.run_id, name,
+                                    storage_options))
+        except PipelineError:
+            raise
+        except Exception as err:  # noqa: BLE001 - delta-rs's own errors, as one line
+            raise ExecutionError(f"cannot write Delta table {uri}: "
+                                 f"{type(err).__name__}: {err}") from err
+    return out
 
 
 __all__ = ["publish_delta", "table_uri"]

@@ -7,8 +7,10 @@ Tables ``NS.examples`` and ``NS.aggregates`` in a catalog named by URI: ``sqlite
 (identity). Each append's snapshot carries the summary property ``overlap.run-id``; before
 writing, the table's snapshots are searched for it, so a run already in the table is never
 appended again (expiring snapshots forgets which runs were published). A commit that loses
-to a concurrent writer is retried after reloading the table (and looking for the run
-again).
+to a concurrent writer is retried after reloading the table and looking for the run again;
+tables are created with ``commit.retry.num-retries=0`` so that pyiceberg does not re-apply
+an append on its own (a table created elsewhere keeps its setting, and two publishers of
+the same run racing on it could both land).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from pipeline.errors import ConfigError, ExecutionError, InputError
+from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
 from pipeline.warehouse.common import (
     PARTITION_COLUMN,
     TABLES,
@@ -34,6 +36,10 @@ FORMAT = "iceberg"
 RUN_ID_PROPERTY = "overlap.run-id"
 ROWS_PROPERTY = "overlap.rows"
 COMMIT_ATTEMPTS = 8
+# pyiceberg retries a failed commit by re-applying the append, without our check for the
+# run: two publishers of the same run would both land. Tables created here retry nothing
+# inside pyiceberg; the loop below reloads the table and looks for the run first.
+TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 _SQL_SCHEMES = ("sqlite", "postgresql", "mysql")
 
 
@@ -97,14 +103,15 @@ def _published_snapshot(table: Any, run_id: str) -> Any | None:
 
 
 def _create(catalog: Any, identifier: str, schema: pa.Schema) -> Any:
-    from pyiceberg.exceptions import TableAlreadyExistsError
+    from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 
     try:
-        with catalog.create_table_transaction(identifier, schema=schema) as txn:
+        with catalog.create_table_transaction(identifier, schema=schema,
+                                              properties=TABLE_PROPERTIES) as txn:
             with txn.update_spec() as spec:
                 spec.add_identity(PARTITION_COLUMN)
-    except TableAlreadyExistsError:
-        pass  # a concurrent publisher created it
+    except (TableAlreadyExistsError, CommitFailedException):
+        pass  # a concurrent publisher created it ("Table already exists")
     return catalog.load_table(identifier)
 
 
@@ -195,8 +202,17 @@ def publish_iceberg(run: RunTables, catalog_uri: str, *, namespace: str,
         catalog.create_namespace_if_not_exists(namespace)
     except NamespaceAlreadyExistsError:
         pass  # created concurrently
-    return [_publish_one(catalog, f"{namespace}.{name}", run.tables[name], run.run_id, name)
-            for name in TABLES]
+    out = []
+    for name in TABLES:
+        identifier = f"{namespace}.{name}"
+        try:
+            out.append(_publish_one(catalog, identifier, run.tables[name], run.run_id, name))
+        except PipelineError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the catalog's own errors, as one line
+            raise ExecutionError(f"cannot write Iceberg table {identifier}: "
+                                 f"{type(err).__name__}: {err}") from err
+    return out
 
 
 __all__ = ["RUN_ID_PROPERTY", "load_catalog", "publish_iceberg"]
