@@ -430,11 +430,11 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
 
     Raises:
         ConfigError: ``top`` < 0.
-        InputError: an incomplete or unreadable run; the output cannot be written.
+        InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
+        ExecutionError: the output cannot be written.
 
     """
-    from pipeline.errors import InputError
     from pipeline.io.files import locate
     from pipeline.io.write import write_text
     from pipeline.report.build import build_report
@@ -442,8 +442,5 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     if top < 0:
         raise ConfigError(f"top must be >= 0, got {top}")
     text = build_report(run_dir, baseline=baseline, top=top)
-    try:
-        write_text(text, locate(output))
-    except OSError as err:
-        raise InputError(f"cannot write {output}: {err}") from err
+    write_text(text, locate(output))
     return output

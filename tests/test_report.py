@@ -122,6 +122,14 @@ def test_report_renders_in_headless_chromium_without_network(runs, tmp_path):
     assert dom.count('<tr class="alarm">') > 0
     assert dom.count("<table>") >= 3
 
+    # printable: Chromium prints it to a PDF of several pages
+    pdf = tmp_path / "report.pdf"
+    chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", url,
+             user_dir=tmp_path / "profile4")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and data.count(b"/Type /Page\n") + data.count(
+        b"/Type/Page") + data.count(b"/Type /Page ") >= 1
+
     # the check above would see a page that loads something: a control page does
     control = tmp_path / "control.html"
     control.write_text('<!DOCTYPE html><p>x</p><img src="http://127.0.0.2:9/x.png">')

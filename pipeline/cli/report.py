@@ -28,7 +28,8 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
     the examples that moved most, with the matched words marked. Readable without
     JavaScript, and printable.
 
-    Exit codes: 0 written, 2 bad usage or input (an incomplete run, differing signatures).
+    Exit codes: 0 written, 2 bad usage or input (an incomplete run, differing signatures),
+    4 the file cannot be written.
     """
     from pipeline import api
 

@@ -72,7 +72,7 @@ def _publish_one(deltalake: Any, uri: str, rows: pa.Table, run_id: str, table: s
     last: Exception | None = None
     for attempt in range(COMMIT_ATTEMPTS):
         dt = _open(deltalake, uri, storage_options)
-        added: tuple[str, ...] = tuple(rows.column_names)
+        added: tuple[str, ...] = ()
         if dt is not None:
             if dt.transaction_version(run_id) is not None:
                 return PublishedTable(FORMAT, table, uri, _rows_of_run(dt, run_id), False,
@@ -104,8 +104,7 @@ def _publish_one(deltalake: Any, uri: str, rows: pa.Table, run_id: str, table: s
             raise ExecutionError(f"cannot write {where}: {err}") from err
         after_commit(FORMAT, table)
         dt = deltalake.DeltaTable(uri, storage_options=storage_options)
-        return PublishedTable(FORMAT, table, uri, rows.num_rows, True, dt.version(),
-                              added if dt.version() > 0 else ())
+        return PublishedTable(FORMAT, table, uri, rows.num_rows, True, dt.version(), added)
     raise ExecutionError(f"cannot write {where}: {COMMIT_ATTEMPTS} commits lost to "
                          f"concurrent writers ({last})")
 

@@ -86,11 +86,18 @@ def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:
             os.makedirs(warehouse, exist_ok=True)
             warehouse = "file://" + os.path.abspath(warehouse)
         props["warehouse"] = warehouse
-    try:
-        return _load(name, **props)
-    except Exception as err:  # noqa: BLE001 - pyiceberg raises many kinds; say which
-        raise ExecutionError(f"cannot open Iceberg catalog {catalog_uri}: "
-                             f"{type(err).__name__}: {err}") from err
+    for attempt in range(COMMIT_ATTEMPTS):
+        try:
+            return _load(name, **props)
+        except Exception as err:  # noqa: BLE001 - pyiceberg raises many kinds; say which
+            # A new SQL catalog creates its tables when first opened: two publishers opening
+            # it at once race ("table iceberg_tables already exists", "database is locked").
+            racing = "already exists" in str(err) or "locked" in str(err)
+            if not racing or attempt + 1 == COMMIT_ATTEMPTS:
+                raise ExecutionError(f"cannot open Iceberg catalog {catalog_uri}: "
+                                     f"{type(err).__name__}: {err}") from err
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _published_snapshot(table: Any, run_id: str) -> Any | None:
@@ -196,12 +203,12 @@ def publish_iceberg(run: RunTables, catalog_uri: str, *, namespace: str,
     if not namespace or any(not part for part in namespace.split(".")):
         raise ConfigError(f"namespace {namespace!r}: give a name such as evals or evals.nightly")
     catalog = load_catalog(catalog_uri, warehouse=warehouse)
-    from pyiceberg.exceptions import NamespaceAlreadyExistsError
-
     try:
         catalog.create_namespace_if_not_exists(namespace)
-    except NamespaceAlreadyExistsError:
-        pass  # created concurrently
+    except Exception as err:  # noqa: BLE001 - created concurrently (IntegrityError and the like)?
+        if not catalog.namespace_exists(namespace):
+            raise ExecutionError(f"cannot create Iceberg namespace {namespace}: "
+                                 f"{type(err).__name__}: {err}") from err
     out = []
     for name in TABLES:
         identifier = f"{namespace}.{name}"
