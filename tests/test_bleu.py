@@ -108,7 +108,7 @@ def test_random_texts_equal_sacrebleu(pred, refs, tokenize, smooth, lowercase):
 def test_family_columns_and_spec():
     preds, refs = bundled_realsumm(20)
     options = {"bleu_tokenize": "intl", "bleu_smooth": "floor"}
-    cols = FAMILY.score(preds, refs, ["bleu"], options)
+    cols = FAMILY.score(preds, refs, ["bleu"], options).columns
     assert set(cols) == {"bleu_score", *(f"bleu_{s}" for s, _ in STATISTICS)}
     np.testing.assert_allclose(
         cols["bleu_score"], sacre_sentence(preds, refs, tokenize="intl", smooth_method="floor"),
@@ -124,7 +124,7 @@ def test_family_columns_and_spec():
 
 
 def test_no_reference_scores_zero():
-    cols = FAMILY.score(["a b c"], [[]], ["bleu"], {})
+    cols = FAMILY.score(["a b c"], [[]], ["bleu"], {}).columns
     assert cols["bleu_score"][0] == 0.0 and cols["bleu_reference_tokens"][0] == 0
 
 

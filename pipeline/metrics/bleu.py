@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import MetricSpec
+from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.mt_tokenizers import MT_TOKENIZERS, check_tokenizer, ngram_ids, tokenize_batch
 
 MAX_ORDER = 4
@@ -38,9 +38,17 @@ STATISTICS = (
     *((f"matches_{n}", "int64") for n in range(1, MAX_ORDER + 1)),
     *((f"prediction_ngrams_{n}", "int64") for n in range(1, MAX_ORDER + 1)),
 )
-# option key -> default (the flat scoring options)
-OPTIONS: dict[str, Any] = {"bleu_tokenize": "13a", "bleu_smooth": "exp",
-                           "bleu_smooth_value": None, "bleu_lowercase": False}
+OPTIONS = (
+    Option("bleu_tokenize", "13a", "Tokenizer of BLEU, as sacrebleu's: 13a (mteval-v13a, "
+           "sacrebleu's default), intl (mteval-v14 international), zh, char or none.",
+           choices=MT_TOKENIZERS),
+    Option("bleu_smooth", "exp", "Smoothing of BLEU, as sacrebleu's: exp (its default), "
+           "floor, add-k or none.", choices=SMOOTH_METHODS),
+    Option("bleu_smooth_value", None, "The value of BLEU's floor or add-k smoothing; unset: "
+           "sacrebleu's defaults (floor 0.1, add-k 1).", minimum=0.0, kind=float),
+    Option("bleu_lowercase", False, "Lowercase texts before BLEU's tokenizer (sacrebleu "
+           "lowercase=True; signature bleu-case:lc)."),
+)
 _LOG_ZERO = -9999999999.0  # sacrebleu's my_log(0)
 
 
@@ -96,8 +104,8 @@ def _bleu_rows(stats, smooth, smooth_value, effective_order):
 
 def _smooth(smooth: str, smooth_value: float | None) -> tuple[int, float]:
     if smooth not in SMOOTH_DEFAULTS:
-        hint = did_you_mean(smooth, SMOOTH_METHODS)
-        raise ConfigError(f"unknown BLEU smoothing {smooth!r}" + (f" ({hint})" if hint else ""))
+        raise ConfigError(f"unknown BLEU smoothing {smooth!r}; choose from "
+                          f"{', '.join(SMOOTH_METHODS)}", hint=did_you_mean(smooth, SMOOTH_METHODS))
     value = SMOOTH_DEFAULTS[smooth] if smooth_value is None else smooth_value
     return ("none", "floor", "add-k", "exp").index(smooth), float(value or 0.0)
 
@@ -266,6 +274,7 @@ class BleuFamily:
 
     name = "bleu"
     names = NAMES
+    options = OPTIONS
 
     def serves(self, metric: str) -> bool:
         """True for ``bleu``."""
@@ -273,7 +282,7 @@ class BleuFamily:
 
     @staticmethod
     def _options(options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
-        opts = {**OPTIONS, **{k: v for k, v in options.items() if k in OPTIONS}}
+        opts = {o.key: options.get(o.key, o.default) for o in OPTIONS}
         tokenize = str(opts["bleu_tokenize"])
         if tokenize not in MT_TOKENIZERS:
             check_tokenizer(tokenize)
@@ -305,7 +314,7 @@ class BleuFamily:
 
     def score(self, predictions: Sequence[str | None],
               references: Sequence[Sequence[str | None]], metrics: Sequence[str],
-              options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+              options: Mapping[str, Any]) -> FamilyScores:
         """``bleu_score`` (sacrebleu's ``sentence_bleu``) and the statistics columns.
 
         Raises:
@@ -320,7 +329,8 @@ class BleuFamily:
                                                       effective_order=True)}
         for j, (stat, _) in enumerate(STATISTICS):
             columns[f"bleu_{stat}"] = np.ascontiguousarray(stats[:, j])
-        return {c: v for m in metrics for c, v in columns.items() if c.startswith(f"{m}_")}
+        return FamilyScores({c: v for m in metrics for c, v in columns.items()
+                             if c.startswith(f"{m}_")})
 
 
 FAMILY = BleuFamily()
