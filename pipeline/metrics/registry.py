@@ -16,10 +16,12 @@ from typing import Any
 
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import MetricFamily, MetricSpec, Option
+from pipeline.metrics.bleu import FAMILY as BLEU
+from pipeline.metrics.chrf import FAMILY as CHRF
 from pipeline.metrics.rouge import FAMILY as ROUGE
 
 # Every family, in the order their options and names are listed.
-FAMILIES: tuple[MetricFamily, ...] = (ROUGE,)
+FAMILIES: tuple[MetricFamily, ...] = (ROUGE, BLEU, CHRF)
 
 
 def family_of(metric: str) -> MetricFamily:
