@@ -182,7 +182,7 @@ class _Batch:
         np.cumsum([len(k) for k in kept], out=self.ref_offsets[1:])
         self.positions = np.array([j for k in kept for j in k], np.int32)
         texts = [t or "" for t in predictions]
-        texts += [rs[j] for rs, k in zip(references, kept, strict=True) for j in k]
+        texts += [rs[j] or "" for rs, k in zip(references, kept, strict=True) for j in k]
         chars = tokenize_batch(texts, tokenizer="char")
         self.cgrams, self.n_cids = ngram_ids(chars.ids, chars.offsets, chars.n_types,
                                              CHAR_ORDER)

@@ -124,7 +124,7 @@ def squad_scores(predictions: Sequence[str | None],
     ref_offsets = np.zeros(len(kept) + 1, np.int64)
     np.cumsum([len(k) for k in kept], out=ref_offsets[1:])
     texts = [t or "" for t in predictions]
-    texts += [rs[j] for rs, k in zip(references, kept, strict=True) for j in k]
+    texts += [rs[j] or "" for rs, k in zip(references, kept, strict=True) for j in k]
     vocab: dict[str, int] = {}
     tokens = [normalize_answer(t).split() for t in texts]
     ids = np.array([vocab.setdefault(w, len(vocab)) for ts in tokens for w in ts], np.int32)
