@@ -174,8 +174,7 @@ def tokenize_batch(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
 
 
 def tokenize(text: str, *, tokenizer: str) -> list[str]:
-    """Tokens of one text (see :func:`tokenize_batch`); equals ``sacrebleu``'s tokenizer
-    output split on white space."""
+    """Tokens of one text (:func:`tokenize_batch`): sacrebleu's tokenizer output, split."""
     return tokenize_batch([text], tokenizer=tokenizer).strings(0)
 
 

@@ -148,18 +148,20 @@ def cases(n: int, sents: list[str]):
             return chrf.corpus_chrf_score(stats.sum(axis=0, dtype=np.float64)[None, :])
 
         def sentence_bleu(p=preds, r=refs):
-            return np.array([sacrebleu.sentence_bleu(a, b).score for a, b in zip(p, r)])
+            return np.array([sacrebleu.sentence_bleu(a, b).score
+                             for a, b in zip(p, r, strict=True)])
 
         def bleu_object(p=preds, r=refs):
             metric = BLEU(effective_order=True)
-            return np.array([metric.sentence_score(a, b).score for a, b in zip(p, r)])
+            return np.array([metric.sentence_score(a, b).score for a, b in zip(p, r, strict=True)])
 
         def sentence_chrf(p=preds, r=refs):
-            return np.array([sacrebleu.sentence_chrf(a, b).score for a, b in zip(p, r)])
+            return np.array([sacrebleu.sentence_chrf(a, b).score
+                             for a, b in zip(p, r, strict=True)])
 
         def chrfpp_object(p=preds, r=refs):
             metric = CHRF(word_order=2)
-            return np.array([metric.sentence_score(a, b).score for a, b in zip(p, r)])
+            return np.array([metric.sentence_score(a, b).score for a, b in zip(p, r, strict=True)])
 
         out += [
             (shape, "sentence BLEU vs sentence_bleu loop", n, sentence_bleu, our_bleu),
@@ -184,7 +186,7 @@ def cases(n: int, sents: list[str]):
     def official(p=preds, r=refs):
         return np.array([[metric_max_over_ground_truths(f1_score, a, b),
                           metric_max_over_ground_truths(exact_match_score, a, b)]
-                         for a, b in zip(p, r)], dtype=np.float64)
+                         for a, b in zip(p, r, strict=True)], dtype=np.float64)
 
     def ours(p=preds, r=refs):
         cols = squad.FAMILY.score(p, r, ["token_f1", "exact_match"], {}).columns

@@ -275,7 +275,7 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                          references: Sequence[Sequence[str | None]], *, tokenize: str = "13a",
                          smooth: str = "exp", smooth_value: float | None = None,
                          lowercase: bool = False) -> np.ndarray:
-    """sacrebleu's ``sentence_bleu`` for each example (see :func:`bleu_statistics`).
+    """Sacrebleu's ``sentence_bleu`` for each example (see :func:`bleu_statistics`).
 
     Returns:
         float64 (N,), BLEU in [0, 100].
@@ -290,8 +290,7 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
 
 
 class BleuFamily:
-    """The ``bleu`` family (options ``bleu_tokenize``, ``bleu_smooth``,
-    ``bleu_smooth_value``, ``bleu_lowercase``; see :data:`OPTIONS`)."""
+    """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
     names = NAMES
@@ -326,7 +325,7 @@ class BleuFamily:
             scale=100.0)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
-        """sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
+        """Sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
         tokenize, smooth, smooth_value, lowercase = self._options(options)
         value = SMOOTH_DEFAULTS[smooth] if smooth_value is None else smooth_value
         smooth_text = smooth if value is None else f"{smooth}[{value:.2f}]"

@@ -89,7 +89,7 @@ def _f_rows(stats, beta):
 
 
 def chrf_from_statistics(stats: np.ndarray, *, beta: int = BETA) -> np.ndarray:
-    """chrF of each row of statistics, as sacrebleu's ``CHRF._compute_f_score``.
+    """ChrF of each row of statistics, as sacrebleu's ``CHRF._compute_f_score``.
 
     Args:
         stats: shape (R, 3 * orders), per order (prediction n-grams, reference n-grams,
@@ -214,7 +214,7 @@ class _Batch:
         np.cumsum([len(k) for k in kept], out=self.ref_offsets[1:])
         self.positions = np.array([j for k in kept for j in k], np.int32)
         texts = [t or "" for t in predictions]
-        texts += [rs[j] for rs, k in zip(references, kept, strict=True) for j in k]
+        texts += [rs[j] or "" for rs, k in zip(references, kept, strict=True) for j in k]
         self.chars = tokenize_batch(texts, tokenizer="char")
         self.words = self.chars
         if word_order:
@@ -255,8 +255,7 @@ def chrf_statistics(predictions: Sequence[str | None],
 
 
 class Chrf:
-    """The ``chrf`` family: ``chrf`` (sacrebleu ``CHRF()``) and ``chrfpp``
-    (``CHRF(word_order=2)``); sacrebleu's defaults, no options."""
+    """The ``chrf`` family: ``chrf`` (``CHRF()``) and ``chrfpp`` (``CHRF(word_order=2)``)."""
 
     name = "chrf"
     names = NAMES
@@ -267,16 +266,18 @@ class Chrf:
         return metric in NAMES
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
-        """The spec of ``chrf`` or ``chrfpp``: measure ``score`` (0-100), statistics per
-        order, the kept reference's index, corpus F from summed statistics."""
+        """The spec of ``chrf`` or ``chrfpp``.
+
+        Measure ``score`` (0-100), statistics per order, the kept reference's index, the
+        corpus F from summed statistics.
+        """
         return MetricSpec(
             name=metric, family=self.name, measures=("score",), primary="score",
             statistics=statistics(metric), reference_rule="best-f",
             has_reference_index=True, corpus=partial(corpus_chrf_score), scale=100.0)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
-        """sacrebleu's chrF settings: ``chrf-beta:2``, ``chrf-space:no``, ``chrf-case:mixed``
-        (the orders are in the metric's name)."""
+        """``chrf-beta:2``, ``chrf-space:no``, ``chrf-case:mixed`` (orders: the metric name)."""
         return {"chrf-beta": str(BETA), "chrf-space": "no", "chrf-case": "mixed"}
 
     def score(self, predictions: Sequence[str | None],

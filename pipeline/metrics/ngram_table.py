@@ -62,7 +62,7 @@ def probe(ids, p, order, h, slot_pos, slot_order, mask):
 
 @njit(cache=True, nogil=True)
 def table_mask(n_entries):
-    """mask (size - 1) of the smallest power-of-two table at most half full with n_entries."""
+    """Mask (size - 1) of the smallest power-of-two table at most half full with n_entries."""
     size = 16
     while size < 2 * n_entries:
         size *= 2
