@@ -21,6 +21,7 @@ REALSumm set); SQuAD rows use the 705 SQuAD 2.0 questions of ../shared/data when
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import statistics
@@ -219,6 +220,7 @@ def main() -> int:
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # "forgot to detokenize?"
     sents = load_sentences()
     all_cases = cases(args.n, sents)
     for *_, ours in all_cases:
