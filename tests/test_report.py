@@ -179,3 +179,28 @@ def test_report_follows_the_metrics_the_run_holds(runs, tmp_path):
     assert "<td class=\"l\">bleu</td>" in text and "40.0000 [35.0000, 45.0000]" in text
     assert 'aria-label="bleu.score: histogram of 60 values"' in text
     assert re.search(r">80</text></svg><figcaption>bleu\.score", text)
+
+
+def test_runs_of_other_metric_families_publish_and_report(tmp_path):
+    """BLEU, chrF and ROUGE in one run: the tables get every column of the run, the report
+    every metric, and explain keeps to ROUGE."""
+    pytest.importorskip("deltalake")
+    import deltalake
+
+    from pipeline import api
+
+    preds, refs = realsumm_inputs(tmp_path / "in", n=20)
+    run = score_run(preds, refs, tmp_path / "run", run_id="fam",
+                    metrics=("bleu", "chrf", "rouge1"))
+    names = pq.read_schema(next((run / "examples").glob("*.parquet"))).names
+    family_columns = [c for c in names if c.startswith(("bleu_", "chrf_"))]
+    assert family_columns
+    api.publish(str(run), delta=str(tmp_path / "wh"))
+    table = deltalake.DeltaTable(str(tmp_path / "wh" / "examples")).to_pyarrow_table()
+    assert set(family_columns) <= set(table.column_names) and table.num_rows == 20
+    api.report(str(run), output=str(tmp_path / "r.html"))
+    text = (tmp_path / "r.html").read_text()
+    for metric in ("bleu", "chrf", "rouge1"):
+        assert f'<td class="l">{metric}</td>' in text
+    ident = pd.read_parquet(preds)["id"].iloc[0]
+    assert list(api.explain(run_dir=str(run), example_id=ident).metrics) == ["rouge1"]

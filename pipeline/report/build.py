@@ -81,12 +81,15 @@ def _run_section(run: Any, agg: pd.DataFrame,
     return out
 
 
-def _cell(r: Any) -> str:
+def _cell(r: Any, *, two_lines: bool = False) -> Any:
     if r is None:
         return ""
-    if pd.notna(r["ci_low"]):
-        return f"{num(r['mean'])} [{num(r['ci_low'])}, {num(r['ci_high'])}]"
-    return num(r["mean"])
+    if pd.isna(r["ci_low"]):
+        return num(r["mean"])
+    if two_lines:  # narrow columns for tables with a column per metric
+        return ("html", f"{num(r['mean'])}<br><small>[{num(r['ci_low'])}, "
+                        f"{num(r['ci_high'])}]</small>")
+    return f"{num(r['mean'])} [{num(r['ci_low'])}, {num(r['ci_high'])}]"
 
 
 def _aggregate_tables(run: Any, agg: pd.DataFrame) -> list[str]:
@@ -115,7 +118,8 @@ def _aggregate_tables(run: Any, agg: pd.DataFrame) -> list[str]:
             cells: list[Any] = [", ".join(str(v) for v in values), int(part["n_examples"].iloc[0])]
             for m in metrics:
                 key = (m, main[m])
-                cells.append(_cell(here.loc[key] if key in here.index else None))
+                cells.append(_cell(here.loc[key] if key in here.index else None,
+                                   two_lines=True))
             rows.append(cells)
         out.append(table([", ".join(groups), "n", *(f"{m}.{main[m]}" for m in metrics)], rows,
                          caption="by group (every measure of every group is in "

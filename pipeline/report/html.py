@@ -35,10 +35,12 @@ code, .sig { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem;
            margin: .5rem 0; }
 dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .4rem 0 1rem; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid var(--line); padding: .25rem .55rem; text-align: right;
          vertical-align: top; }
 th { background: #f3f5f8; } td { white-space: nowrap; }
+td small { color: var(--muted); }
 td.l, th.l { text-align: left; white-space: normal; }
 tr.alarm td { background: var(--alarm-bg); }
 td.flag { color: var(--alarm); font-weight: 700; }
@@ -58,6 +60,7 @@ ul.notes { padding-left: 1.2rem; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; }
   h2 { break-after: avoid; } table, figure { break-inside: avoid; }
+  .scroll { overflow: visible; }
   mark { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   tr.alarm td { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
@@ -126,7 +129,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1
             return f"<{tag}{cls}>{value[1]}</{tag}>"
         return f"<{tag}{cls}>{esc(value)}</{tag}>"
 
-    out = ["<table>"]
+    out = ['<div class="scroll"><table>']
     if caption:
         out.append(f"<caption class=\"muted\">{esc(caption)}</caption>")
     out.append("<thead><tr>" + "".join(cell("th", i, h) for i, h in enumerate(header))
@@ -135,7 +138,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1
         cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
         out.append(f"<tr{cls}>" + "".join(cell("td", i, v) for i, v in enumerate(row))
                    + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
