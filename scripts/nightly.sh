@@ -25,6 +25,8 @@
 #                 right after scoring, e.g. "--delta /data/warehouse --label model=m7" or
 #                 "--iceberg sqlite:////data/catalog.db --namespace evals"; a failed publish
 #                 stops the loop with its exit code (publishing again later completes it)
+#   REPORT        REPORT=1 also writes the HTML report of tonight's run against the baseline,
+#                 COMPARE_DIR/report.html (overlap report; a failure is reported, not fatal)
 #
 # Exit codes: 0 no alarm, or a first run with nothing to compare with; 1 alarm; 2 bad usage
 # or input; 3 or 4 as overlap score (output exists; execution failure).
@@ -110,6 +112,14 @@ echo "nightly: comparing $RUN_DIR with $baseline" >&2
 "${OVERLAP_CMD[@]}" compare "$baseline" "$RUN_DIR" --output "$COMPARE_DIR" \
     --plot "$COMPARE_DIR/delta.png" "${COMPARE_EXTRA[@]}"
 rc=$?
+
+# 3b. The HTML report beside compare.json (only when REPORT=1); compare's exit code stands.
+if [[ ${REPORT:-0} == 1 ]]; then
+    "${OVERLAP_CMD[@]}" report "$RUN_DIR" --baseline "$baseline" \
+        --output "$COMPARE_DIR/report.html" >&2 \
+        || echo "nightly: overlap report failed; the comparison stands" >&2
+fi
+
 case $rc in
     0) echo "nightly: no alarm" >&2 ;;
     1) echo "nightly: ALARM: read $COMPARE_DIR/compare.json and the examples that moved" >&2 ;;

@@ -276,13 +276,13 @@ def test_publish_has_help():
 
 
 @pytest.mark.slow
-def test_nightly_loop_publishes_after_scoring(tmp_path):
+def test_nightly_loop_publishes_after_scoring_and_reports(tmp_path):
     overlap = Path(sys.executable).with_name("overlap")
     if not overlap.exists():
         pytest.skip("the overlap console script is not installed")
     preds, refs = realsumm_inputs(tmp_path / "in", n=30)
     env = {**os.environ, "OVERLAP": str(overlap), "SCORE_ARGS": "--engine local --bootstrap 20",
-           "PUBLISH_ARGS": f"--delta {tmp_path / 'wh'} --label model=m7"}
+           "PUBLISH_ARGS": f"--delta {tmp_path / 'wh'} --label model=m7", "REPORT": "1"}
     for day, run_id in (("2026-11-29", "n1"), ("2026-11-30", "n2")):
         done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly.sh"),
                                str(tmp_path / "runs"), str(preds), str(refs)],
@@ -295,3 +295,5 @@ def test_nightly_loop_publishes_after_scoring(tmp_path):
         "n1": {"count": 30, "first": dt.date(2026, 11, 29)},
         "n2": {"count": 30, "first": dt.date(2026, 11, 30)}}
     assert set(table["model"]) == {"m7"}
+    report = tmp_path / "runs" / "compare" / "run_date=2026-11-30" / "run_id=n2" / "report.html"
+    assert "Against the baseline" in report.read_text()
