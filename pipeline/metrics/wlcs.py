@@ -1,0 +1,223 @@
+"""Summary-level LCS and weighted LCS as ROUGE-1.5.5 computes them (its ROUGE-L and ROUGE-W).
+
+Definitions: Lin (2004), "ROUGE: A Package for Automatic Evaluation of Summaries", sections
+3.2 (summary-level union LCS) and 3.3 (WLCS, a run of k consecutive matches weighing
+f(k) = k ** weight); code: ``ROUGE-1.5.5.pl`` ``lcs``/``wlcs``, ``lcs_inner``/``wlcs_inner``
+and ``markLCS``. For each reference sentence the script marks the union of the positions on
+its backtracked LCS (or WLCS) with every prediction sentence, then walks the marked positions
+in order, counting one only while both texts still have that token in their unigram counts
+(which it then decrements, so no token is used twice across sentences). The pieces that decide
+its figures, kept exactly:
+
+* the tables: a match always takes the diagonal (WLCS adds ``(c + f(k + 1)) - f(k)`` in that
+  order, k the run so far); otherwise up when ``c[i-1][j] >= c[i][j-1]``, else left; the
+  backtrack follows those moves (the same walk as rouge-score's for the plain LCS);
+* ROUGE-W's hits: runs of consecutive marked reference positions weigh f(run); a marked
+  position that fails the unigram check neither counts nor ends the run, and a run still
+  open at the end of a sentence after such a position is dropped;
+* the unigram counts come from the script's other reading of the texts (which differs under
+  ``-b``, see :mod:`pipeline.rouge155_text`), passed here as separate ``clip`` spans.
+
+Memory: tables up to :data:`FULL_TABLE_MAX_CELLS` cells are built whole; larger ones keep
+every k-th row (k ~ sqrt(rows)) and recompute one block at a time while walking back, so a
+10,000 x 10,000 pair needs ~2 * sqrt(10,000) rows instead of 10,000.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.metrics.lcs import lcs_mark
+
+# Whole (c, l) tables up to this many cells (12 MiB of float64 + int32); past it, checkpoints.
+FULL_TABLE_MAX_CELLS = 1 << 20
+
+
+@njit(cache=True, nogil=True)
+def _wlcs_row(tokens, ai, b_start, n_cols, pw, c_src, l_src, prev, c_dst, l_dst, cur):
+    """Row ``cur`` of the WLCS tables from row ``prev`` for reference token ``ai``.
+
+    Only columns 0..n_cols are computed (each needs only columns up to itself).
+    """
+    c_dst[cur] = 0.0
+    l_dst[cur] = 0
+    for j in range(1, n_cols + 1):
+        if ai == tokens[b_start + j - 1]:
+            k = l_src[prev + j - 1]
+            c_dst[cur + j] = c_src[prev + j - 1] + pw[k + 1] - pw[k]
+            l_dst[cur + j] = k + 1
+        else:
+            up = c_src[prev + j]
+            left = c_dst[cur + j - 1]
+            c_dst[cur + j] = up if up >= left else left
+            l_dst[cur + j] = 0
+
+
+@njit(cache=True, nogil=True)
+def _walk(tokens, a_start, b_start, c, w, row0, i, j, stop_row, mark):
+    """The script's backtrack in a table whose row ``r`` holds DP row ``row0 + r``."""
+    while i > stop_row and j > 0:
+        if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+            mark[i - 1] = True
+            i -= 1
+            j -= 1
+        elif c[(i - 1 - row0) * w + j] >= c[(i - row0) * w + j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return i, j
+
+
+@njit(cache=True, nogil=True)
+def wlcs_mark(tokens, a_start, a_len, b_start, b_len, pw, mark):
+    """Mark the reference positions on the script's backtracked WLCS of ``a`` and ``b``.
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the reference sentence (the table's rows).
+        a_len: its length.
+        b_start: start of the prediction sentence (columns).
+        b_len: its length.
+        pw: float64, ``pw[k] = k ** weight`` for k in 0..max(a_len, b_len) + 1.
+        mark: bool, shape >= a_len; set True on the WLCS (left as is elsewhere, so marks
+            accumulate into a union over prediction sentences).
+
+    """
+    if a_len == 0 or b_len == 0:
+        return
+    w = b_len + 1
+    if (a_len + 1) * w <= FULL_TABLE_MAX_CELLS:
+        c = np.zeros((a_len + 1) * w, dtype=np.float64)
+        ll = np.zeros((a_len + 1) * w, dtype=np.int32)
+        for i in range(1, a_len + 1):
+            _wlcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, pw, c, ll, (i - 1) * w,
+                      c, ll, i * w)
+        _walk(tokens, a_start, b_start, c, w, 0, a_len, b_len, 0, mark)
+        return
+    k = int(np.sqrt(a_len)) + 1
+    n_ckpt = a_len // k + 1
+    ckpt_c = np.zeros(n_ckpt * w, dtype=np.float64)
+    ckpt_l = np.zeros(n_ckpt * w, dtype=np.int32)
+    two_c = np.zeros(2 * w, dtype=np.float64)
+    two_l = np.zeros(2 * w, dtype=np.int32)
+    for i in range(1, a_len + 1):
+        cur = (i & 1) * w
+        _wlcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, pw, two_c, two_l, w - cur,
+                  two_c, two_l, cur)
+        if i % k == 0:
+            ckpt_c[(i // k) * w:(i // k + 1) * w] = two_c[cur:cur + w]
+            ckpt_l[(i // k) * w:(i // k + 1) * w] = two_l[cur:cur + w]
+    block_c = np.empty((k + 1) * w, dtype=np.float64)
+    block_l = np.empty((k + 1) * w, dtype=np.int32)
+    i = a_len
+    j = b_len
+    while i > 0 and j > 0:
+        s = ((i - 1) // k) * k
+        block_c[0:j + 1] = ckpt_c[(s // k) * w:(s // k) * w + j + 1]
+        block_l[0:j + 1] = ckpt_l[(s // k) * w:(s // k) * w + j + 1]
+        for r in range(1, i - s + 1):
+            _wlcs_row(tokens, tokens[a_start + s + r - 1], b_start, j, pw, block_c, block_l,
+                      (r - 1) * w, block_c, block_l, r * w)
+        i, j = _walk(tokens, a_start, b_start, block_c, w, s, i, j, s, mark)
+
+
+@njit(cache=True, nogil=True)
+def _span(offsets, k):
+    return offsets[k], offsets[k + 1] - offsets[k]
+
+
+@njit(cache=True, nogil=True)
+def summary_lcs_pairs(tokens, line_offsets, text_line_offsets, clip_tokens, clip_offsets,
+                      pair_pred, pair_ref, weighted, pw, vocab_size):
+    """The script's ROUGE-L (or ROUGE-W) hits and reference base for every pair of a batch.
+
+    Args:
+        tokens: int32 token ids of the LCS reading (sentences), shape (T,).
+        line_offsets: int64, shape (L + 1,), token range of each sentence.
+        text_line_offsets: int64, shape (N + 1,), sentence range of each text.
+        clip_tokens: int32 token ids of the n-gram reading, shape (U,): the unigram counts
+            that clip the hits.
+        clip_offsets: int64, shape (N + 1,), token range of each text in ``clip_tokens``.
+        pair_pred: int64, shape (P,), text index of each pair's prediction.
+        pair_ref: int64, shape (P,), text index of each pair's reference.
+        weighted: ROUGE-W (weighted LCS) instead of ROUGE-L.
+        pw: float64, ``pw[k] = k ** weight`` for k up to the longest sentence + 1 (only read
+            when ``weighted``).
+        vocab_size: number of distinct token ids (of both readings).
+
+    Returns:
+        float64, shape (P, 2): ``hit`` (ROUGE-L: clipped union-LCS tokens; ROUGE-W: sum of
+        f(run)) and ``base`` (sum over reference sentences of their length, or of f(length)).
+
+    """
+    n_pairs = pair_pred.shape[0]
+    out = np.zeros((n_pairs, 2), dtype=np.float64)
+    max_len = 1
+    max_line = 1
+    for t in range(text_line_offsets.shape[0] - 1):
+        s = line_offsets[text_line_offsets[t]]
+        max_len = max(max_len, line_offsets[text_line_offsets[t + 1]] - s)
+    for line in range(line_offsets.shape[0] - 1):
+        max_line = max(max_line, line_offsets[line + 1] - line_offsets[line])
+    mark = np.zeros(max_len, dtype=np.bool_)
+    cells = (max_line + 1) * (max_line + 1)
+    tab = np.zeros(min(cells, FULL_TABLE_MAX_CELLS), dtype=np.int32)
+    cnt_p = np.zeros(vocab_size, dtype=np.int64)
+    cnt_r = np.zeros(vocab_size, dtype=np.int64)
+    for p in range(n_pairs):
+        pred = pair_pred[p]
+        ref = pair_ref[p]
+        r_first = text_line_offsets[ref]
+        r_start = line_offsets[r_first]
+        r_len = line_offsets[text_line_offsets[ref + 1]] - r_start
+        for q in range(r_len):
+            mark[q] = False
+        base = 0.0
+        for rl in range(r_first, text_line_offsets[ref + 1]):
+            a_start, a_len = _span(line_offsets, rl)
+            base += pw[a_len] if weighted else a_len
+            if a_len == 0:
+                continue
+            off = a_start - r_start
+            for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
+                b_start, b_len = _span(line_offsets, pl)
+                if weighted:
+                    wlcs_mark(tokens, a_start, a_len, b_start, b_len, pw,
+                              mark[off:off + a_len])
+                else:
+                    lcs_mark(tokens, a_start, a_len, b_start, b_len, mark[off:off + a_len],
+                             tab)
+        cp_start, cp_len = _span(clip_offsets, pred)
+        cr_start, cr_len = _span(clip_offsets, ref)
+        for q in range(cp_start, cp_start + cp_len):
+            cnt_p[clip_tokens[q]] += 1
+        for q in range(cr_start, cr_start + cr_len):
+            cnt_r[clip_tokens[q]] += 1
+        hit = 0.0
+        for rl in range(r_first, text_line_offsets[ref + 1]):
+            a_start, a_len = _span(line_offsets, rl)
+            off = a_start - r_start
+            run = 0
+            for q in range(a_len):
+                t = tokens[a_start + q]
+                if mark[off + q] and cnt_p[t] > 0 and cnt_r[t] > 0:
+                    cnt_p[t] -= 1
+                    cnt_r[t] -= 1
+                    if not weighted:
+                        hit += 1.0
+                        continue
+                    run += 1
+                    if q + 1 == a_len or not mark[off + q + 1]:
+                        hit += pw[run]
+                        run = 0
+        for q in range(cp_start, cp_start + cp_len):
+            cnt_p[clip_tokens[q]] = 0
+        for q in range(cr_start, cr_start + cr_len):
+            cnt_r[clip_tokens[q]] = 0
+        out[p, 0] = hit
+        out[p, 1] = base
+    return out
+
+
+__all__ = ["FULL_TABLE_MAX_CELLS", "summary_lcs_pairs", "wlcs_mark"]
