@@ -208,8 +208,10 @@ def spl_lines(text: str | None) -> list[bytes]:
 
 
 def _perl_words(line: bytes) -> list[bytes]:
-    """Fields of Perl's ``split(/\\s+/, line)``: a leading empty field when the line starts
-    with white space; none at all for a line of white space."""
+    """Fields of Perl's ``split(/\\s+/, line)``.
+
+    A leading empty field when the line starts with white space; none for a blank line.
+    """
     words = line.split()
     if words and line[:1].isspace():
         words.insert(0, b"")

@@ -130,8 +130,10 @@ class Rouge155Options:
                            max_words=self.limit_words, max_bytes=self.limit_bytes)
 
     def signature_fields(self) -> dict[str, str]:
-        """``tok:rouge155``, ``stem``, ``ref``, ``wlcs``, and ``stop``/``lw``/``lb``/``alpha``
-        when they differ from the script's defaults."""
+        """Signature fields: ``tok:rouge155``, ``stem``, ``ref``, ``wlcs`` (the weight).
+
+        Also ``stop``, ``lw``, ``lb`` and ``alpha`` when they differ from the script's defaults.
+        """
         fields = {"tok": "rouge155", "stem": self.stemmer, "ref": self.multi_reference,
                   "wlcs": f"{self.wlcs_weight:g}"}
         if self.stopwords != "none":
@@ -328,7 +330,7 @@ def score_rouge155(predictions: Sequence[str | None],
     starts = np.concatenate([[0], np.cumsum(n_refs)[:-1]]).astype(np.int64)
     idx = starts[has]
     columns: dict[str, np.ndarray] = {}
-    for k, (metric, kind) in enumerate(zip(metrics, kinds)):
+    for k, (metric, kind) in enumerate(zip(metrics, kinds, strict=True)):
         pair = stats[:, k, :]
         chosen = np.zeros((n, 3), dtype=np.float64)
         ref_index = np.full(n, -1, dtype=np.int32)
@@ -492,8 +494,11 @@ def parse_rouge155_flags(text: str) -> tuple[tuple[str, ...], dict[str, Any], li
 
 
 class Rouge155:
-    """The ``rouge155`` family: ROUGE-1.5.5's ROUGE-W, ROUGE-S and ROUGE-SU (and, when the
-    tokenizer is ``rouge155``, its ROUGE-N and ROUGE-L under the rouge family's names)."""
+    """The ``rouge155`` family: ROUGE-1.5.5's ROUGE-W, ROUGE-S and ROUGE-SU.
+
+    Its ROUGE-N and ROUGE-L have the rouge family's names (rougeN, rougeLsum):
+    :func:`score_rouge155` computes them too, for the ``rouge155`` tokenizer.
+    """
 
     name: str = "rouge155"
     names: tuple[str, ...] = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")

@@ -110,9 +110,10 @@ def skip_bigram_matches_window(tokens, p_start, p_len, r_start, r_len, max_gap, 
 @njit(cache=True, nogil=True)
 def skip_bigram_matches_all(tokens, p_start, p_len, r_start, r_len, flag, cnt_p, cnt_r,
                             common, touched):
-    """Clipped skip-bigram matches without a gap limit, in O(V_common * (p_len + r_len)) time
-    and O(vocabulary) memory (never the quadratic list of skip bigrams).
+    """Clipped skip-bigram matches without a gap limit, in linear memory.
 
+    O(V_common * (p_len + r_len)) time and O(vocabulary) memory: the quadratic list of skip
+    bigrams is never built.
     For each first token a found in both texts, one pass over each text counts, for every
     token b, the pairs (a, b) in order (the number of a's before each b), and the matches of
     a are the sum over b of the smaller count.
