@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-_TOKEN = re.compile(rb"[a-z0-9]+")
+_TOKEN = re.compile("[a-z0-9]+")
 _EXCEPTION_FILES = ("adj.exc", "adv.exc", "noun.exc", "verb.exc")
 
 
@@ -284,7 +284,7 @@ class TextOptions:
 
     def tokens(self, line: bytes) -> list[str]:
         """Tokens of one (lowercased) line after stopword removal and stemming."""
-        out = [t.decode("ascii") for t in _TOKEN.findall(line)]
+        out = _TOKEN.findall(line.decode("latin-1"))  # one character per byte
         if self.remove_stopwords:
             stop = stopwords()
             out = [t for t in out if t not in stop]

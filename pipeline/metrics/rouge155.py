@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import MetricSpec
@@ -213,25 +214,33 @@ class _Batch:
 
 
 def _tokenize(texts: Sequence[str | None], text: TextOptions) -> _Batch:
-    vocab: dict[str, int] = {}
-    clip: list[int] = []
-    clip_offsets = [0]
-    lcs: list[int] = []
-    line_offsets = [0]
-    text_line_offsets = [0]
+    tokens: list[str] = []  # the n-gram reading of every text, then (under -b) the LCS one
+    text_sizes: list[int] = []
+    line_sizes: list[int] = []
+    lines_per_text: list[int] = []
+    lcs_tokens: list[str] = []
     for t in texts:
-        tokens, sentences = tokenize_rouge155(t, text)
-        clip.extend(vocab.setdefault(tok, len(vocab)) for tok in tokens)
-        clip_offsets.append(len(clip))
-        for sentence in sentences:
-            lcs.extend(vocab.setdefault(tok, len(vocab)) for tok in sentence)
-            line_offsets.append(len(lcs))
-        text_line_offsets.append(len(line_offsets) - 1)
-    lines = np.asarray(line_offsets, dtype=np.int64)
-    return _Batch(np.asarray(clip, dtype=np.int32), np.asarray(clip_offsets, dtype=np.int64),
-                  np.asarray(lcs, dtype=np.int32), lines,
-                  np.asarray(text_line_offsets, dtype=np.int64), max(len(vocab), 1),
-                  int(np.diff(lines).max(initial=0)))
+        clip, sentences = tokenize_rouge155(t, text)
+        tokens += clip
+        text_sizes.append(len(clip))
+        line_sizes += [len(s) for s in sentences]
+        lines_per_text.append(len(sentences))
+        if text.max_bytes:
+            lcs_tokens += [tok for s in sentences for tok in s]
+    n_clip = len(tokens)
+    encoded = pa.array(tokens + lcs_tokens, pa.string()).dictionary_encode()
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    clip_ids = ids[:n_clip]
+    lcs_ids = ids[n_clip:] if text.max_bytes else clip_ids
+    return _Batch(clip_ids, _offsets(text_sizes), lcs_ids, _offsets(line_sizes),
+                  _offsets(lines_per_text), max(len(encoded.dictionary), 1),
+                  max(line_sizes, default=0))
+
+
+def _offsets(sizes: list[int]) -> np.ndarray:
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
 
 
 def pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
@@ -245,19 +254,20 @@ def pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
     out = np.zeros((len(pair_pred), len(kinds), 4), dtype=np.float64)
     clip_lines = np.arange(len(batch.clip_offsets), dtype=np.int64)
     weight = float(options.wlcs_weight)
+    best = options.multi_reference == "best-recall"  # only then is the -f B score needed
     for k, kind in enumerate(kinds):
         if kind.kind == "N":
             stats = score_pairs(batch.clip_tokens, batch.clip_offsets, clip_lines, pair_pred,
                                 pair_ref, np.array([kind.n], dtype=np.int64),
                                 batch.vocab_size)[:, 0, :].astype(np.float64)
             hit, pred_units, ref_units = stats[:, 0], stats[:, 1], stats[:, 2]
-            pick = _round5(_safe_ratio(hit, ref_units))
+            pick = _round5(_safe_ratio(hit, ref_units)) if best else hit
         elif kind.kind == "S":
             stats = skip_bigram_pairs(batch.clip_tokens, batch.clip_offsets, pair_pred,
                                       pair_ref, kind.max_gap, kind.unigrams,
                                       batch.vocab_size).astype(np.float64)
             hit, pred_units, ref_units = stats[:, 0], stats[:, 1], stats[:, 2]
-            pick = _round5(_safe_ratio(hit, ref_units))
+            pick = _round5(_safe_ratio(hit, ref_units)) if best else hit
         else:
             weighted = kind.kind == "W"
             pw = np.array([float(i) ** weight for i in range(batch.max_line + 2)])

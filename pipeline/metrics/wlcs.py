@@ -28,7 +28,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.metrics.lcs import lcs_mark
+from pipeline.metrics.lcs import (
+    BIT_WORDS_MAX,
+    build_masks,
+    clear_masks,
+    lcs_mark,
+    lcs_mark_bits,
+    lcs_mark_bits1,
+    lcs_mark_bits_ckpt,
+)
+
+# Bit rows of one reference sentence x prediction sentence kept whole (2 MiB); past it the
+# rows are checkpointed (lcs_mark_bits_ckpt).
+ROW_WORDS_MAX = 1 << 18
 
 # Whole (c, l) tables up to this many cells (12 MiB of float64 + int32); past it, checkpoints.
 FULL_TABLE_MAX_CELLS = 1 << 20
@@ -38,20 +50,28 @@ FULL_TABLE_MAX_CELLS = 1 << 20
 def _wlcs_row(tokens, ai, b_start, n_cols, pw, c_src, l_src, prev, c_dst, l_dst, cur):
     """Row ``cur`` of the WLCS tables from row ``prev`` for reference token ``ai``.
 
-    Only columns 0..n_cols are computed (each needs only columns up to itself).
+    Only columns 0..n_cols are computed (each needs only columns up to itself). The left
+    and diagonal cells are carried in registers.
     """
     c_dst[cur] = 0.0
     l_dst[cur] = 0
+    left = 0.0
+    diag_c = c_src[prev]
+    diag_l = l_src[prev]
     for j in range(1, n_cols + 1):
+        up_c = c_src[prev + j]
+        up_l = l_src[prev + j]
         if ai == tokens[b_start + j - 1]:
-            k = l_src[prev + j - 1]
-            c_dst[cur + j] = c_src[prev + j - 1] + pw[k + 1] - pw[k]
-            l_dst[cur + j] = k + 1
+            val = diag_c + pw[diag_l + 1] - pw[diag_l]
+            run = diag_l + 1
         else:
-            up = c_src[prev + j]
-            left = c_dst[cur + j - 1]
-            c_dst[cur + j] = up if up >= left else left
-            l_dst[cur + j] = 0
+            val = up_c if up_c >= left else left
+            run = 0
+        c_dst[cur + j] = val
+        l_dst[cur + j] = run
+        left = val
+        diag_c = up_c
+        diag_l = up_l
 
 
 @njit(cache=True, nogil=True)
@@ -165,6 +185,14 @@ def summary_lcs_pairs(tokens, line_offsets, text_line_offsets, clip_tokens, clip
     tab = np.zeros(min(cells, FULL_TABLE_MAX_CELLS), dtype=np.int32)
     cnt_p = np.zeros(vocab_size, dtype=np.int64)
     cnt_r = np.zeros(vocab_size, dtype=np.int64)
+    # ROUGE-L: bit-parallel LCS rows (see pipeline.metrics.lcs), 64 columns a word
+    line_words = (max_line + 63) >> 6
+    mask_rows = max(min(max_line, vocab_size), 1)
+    bits = not weighted and mask_rows * line_words <= BIT_WORDS_MAX
+    masks = np.zeros((mask_rows, line_words) if bits else (1, 1), dtype=np.uint64)
+    loc = np.full(vocab_size, -1, dtype=np.int32)
+    rows = np.zeros(min((max_line + 1) * line_words, ROW_WORDS_MAX) if bits else 1,
+                    dtype=np.uint64)
     for p in range(n_pairs):
         pred = pair_pred[p]
         ref = pair_ref[p]
@@ -175,19 +203,36 @@ def summary_lcs_pairs(tokens, line_offsets, text_line_offsets, clip_tokens, clip
             mark[q] = False
         base = 0.0
         for rl in range(r_first, text_line_offsets[ref + 1]):
-            a_start, a_len = _span(line_offsets, rl)
+            a_len = line_offsets[rl + 1] - line_offsets[rl]
             base += pw[a_len] if weighted else a_len
-            if a_len == 0:
+        # the union over prediction sentences does not depend on their order
+        for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
+            b_start, b_len = _span(line_offsets, pl)
+            if b_len == 0:
                 continue
-            off = a_start - r_start
-            for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
-                b_start, b_len = _span(line_offsets, pl)
+            n_words = (b_len + 63) >> 6
+            if bits:
+                build_masks(tokens, b_start, b_len, loc, masks)
+            for rl in range(r_first, text_line_offsets[ref + 1]):
+                a_start, a_len = _span(line_offsets, rl)
+                if a_len == 0:
+                    continue
+                here = mark[a_start - r_start:a_start - r_start + a_len]
                 if weighted:
-                    wlcs_mark(tokens, a_start, a_len, b_start, b_len, pw,
-                              mark[off:off + a_len])
+                    wlcs_mark(tokens, a_start, a_len, b_start, b_len, pw, here)
+                elif bits and n_words == 1 and a_len < rows.shape[0]:
+                    lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, masks, rows,
+                                   here)
+                elif bits and (a_len + 1) * n_words <= rows.shape[0]:
+                    lcs_mark_bits(tokens, a_start, a_len, b_start, b_len, loc, masks, rows,
+                                  here)
+                elif bits:
+                    lcs_mark_bits_ckpt(tokens, a_start, a_len, b_start, b_len, loc, masks,
+                                       here)
                 else:
-                    lcs_mark(tokens, a_start, a_len, b_start, b_len, mark[off:off + a_len],
-                             tab)
+                    lcs_mark(tokens, a_start, a_len, b_start, b_len, here, tab)
+            if bits:
+                clear_masks(tokens, b_start, b_len, loc)
         cp_start, cp_len = _span(clip_offsets, pred)
         cr_start, cr_len = _span(clip_offsets, ref)
         for q in range(cp_start, cp_start + cp_len):
