@@ -210,7 +210,7 @@ class ScoreConfig:
 
 
 # Every key of the config file (and of the manifest's "config"), in to_dict order.
-CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics",
+CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics", "rouge155",
                *(o.key for o in registry.options()),
                "group_by", "keep_columns", "keep_text", "bootstrap", "confidence", "seed",
                "on_missing", "on_empty_references", "max_tokens", "on_long_text",

@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_default_yaml_documents_every_setting_with_its_default():
     text = (ROOT / "configs" / "default.yaml").read_text()
-    keys = re.findall(r"^([a-z_]+):", text, flags=re.M)
+    keys = re.findall(r"^([a-z_0-9]+):", text, flags=re.M)
     assert sorted(keys) == sorted(CONFIG_KEYS)
     # Every key has a comment right above it.
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if re.match(r"^[a-z_]+:", line):
+        if re.match(r"^[a-z_0-9]+:", line):
             assert lines[i - 1].startswith("#"), f"{line!r} has no comment"
     assert resolve_config(load_config_file(str(ROOT / "configs" / "default.yaml"))) \
         == ScoreConfig()

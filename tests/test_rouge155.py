@@ -22,7 +22,7 @@ from pipeline.metrics.rouge155 import (
 )
 from pipeline.metrics.skipgram import skip_bigram_count, skip_bigram_pairs
 from pipeline.metrics.wlcs import summary_lcs_pairs, wlcs_mark
-from pipeline.rouge155_text import (
+from pipeline.tokenizers.rouge155 import (
     TextOptions,
     exceptions,
     limit_lines,
@@ -327,3 +327,63 @@ def test_bad_options_are_named():
         Rouge155Options.from_mapping({"stemmer": "porter"})
     with pytest.raises(ConfigError, match="limit_words"):
         Rouge155Options(limit_words=-1)
+
+
+# --- wiring: settings, Scorer, CLI ------------------------------------------------------------
+
+def test_scorer_with_rouge155_flags_equals_the_perl_figures(shared_data):
+    from pipeline import Scorer
+
+    examples, expected = shared_data("sl2003_rouge_sample_multiref4")
+    expected = expected[expected["set"] == "S6"]
+    scorer = Scorer(rouge155=expected["flags"].iloc[0])
+    assert scorer.metrics == ("rouge1", "rouge2", "rougeLsum", "rougeWsum", "rougeS4",
+                              "rougeSU4")
+    table = scorer.score_batch(examples["prediction"].tolist(),
+                               [list(r) for r in examples["references"]]).table.to_pandas()
+    table.index = examples["id"]
+    for perl_name, rows in expected.groupby("metric"):
+        got = table.loc[rows["id"], f"{_our_name(perl_name)}_recall"].to_numpy()
+        assert np.abs(got - rows["recall"].to_numpy()).max() <= TOLERANCE
+
+
+def test_config_key_and_flags_beside_it(tmp_path):
+    from pipeline.config import load_config_file, resolve_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text('rouge155: "-n 2 -s -f B"\nbootstrap: 0\n')
+    config = resolve_config(load_config_file(str(path)))
+    assert config.metrics == ("rouge1", "rouge2", "rougeLsum")
+    assert (config.tokenizer, config.stopwords, config.multi_reference) == (
+        "rouge155", "smart", "best-recall")
+    assert "stop:smart" in str(config.signature(n_references=4))
+
+
+def test_cli_signature_shows_what_the_flags_map_to():
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    result = CliRunner().invoke(main, ["signature", "--rouge155",
+                                       "-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "note: -c ignored" in lines[0]
+    assert any("-> metrics: rouge1,rouge2,rouge3,rouge4,rougeLsum,rougeWsum,rougeS,rougeSU"
+               in line for line in lines)
+    assert lines[-1].startswith("metrics:rouge1+rouge2+rouge3+rouge4+rougeLsum+rougeWsum+"
+                                "rougeS+rougeSU|tok:rouge155|stem:porter-rouge155|ref:pooled|"
+                                "wlcs:1.2|")
+    bad = CliRunner().invoke(main, ["signature", "--rouge155", "-n 2 -k"])
+    assert bad.exit_code == 2 and "unknown rouge155 flag -k" in bad.output
+
+
+def test_rouge155_metrics_and_rouge_score_tokens_cannot_share_a_run():
+    from pipeline import Scorer
+
+    with pytest.raises(ConfigError, match="disagree on signature field 'tok'"):
+        Scorer(metrics=("rouge1", "rougeSU4"))
+    with pytest.raises(ConfigError, match="no rougeL"):
+        Scorer(metrics=("rougeL",), tokenizer="rouge155")
+    with pytest.raises(ConfigError, match="goes with tokenizer rouge155"):
+        Scorer(metrics=("rouge1",), stemmer="porter-rouge155")

@@ -17,9 +17,10 @@ from typing import Any
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import MetricFamily, MetricSpec, Option
 from pipeline.metrics.rouge import FAMILY as ROUGE
+from pipeline.metrics.rouge155 import FAMILY as ROUGE155
 
 # Every family, in the order their options and names are listed.
-FAMILIES: tuple[MetricFamily, ...] = (ROUGE,)
+FAMILIES: tuple[MetricFamily, ...] = (ROUGE, ROUGE155)
 
 
 def family_of(metric: str) -> MetricFamily:
@@ -113,8 +114,9 @@ def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict
     for family, _ in by_family(metrics):
         for key, value in family.signature_fields(full).items():
             if fields.setdefault(key, value) != value:
-                raise ConfigError(f"signature field {key!r} is written differently by two "
-                                  "metric families")
+                raise ConfigError(f"the metrics' families disagree on signature field "
+                                  f"{key!r}: {fields[key]!r} and {value!r} (score them in "
+                                  "separate runs, or set the option they share)")
     return fields
 
 

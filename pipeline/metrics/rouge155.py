@@ -2,7 +2,7 @@
 
 Reproduces the per-example recall, precision and F of ``ROUGE-1.5.5.pl`` (Lin 2004; the
 script's version 1.5.5) for ROUGE-N, ROUGE-L, ROUGE-W, ROUGE-S and ROUGE-SU, with its text
-handling (:mod:`pipeline.rouge155_text`), its ``-m`` stemmer, ``-s`` stopwords, ``-l``/``-b``
+handling (:mod:`pipeline.tokenizers.rouge155`), its ``-m`` stemmer, ``-s`` stopwords, ``-l``/``-b``
 length limits, ``-p`` F weighting and ``-f A``/``-f B`` reference rules. Metric names:
 
 =============  ==================  ====================================================
@@ -44,11 +44,11 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import MetricSpec
+from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.metrics.batch import score_pairs
 from pipeline.metrics.skipgram import skip_bigram_pairs
 from pipeline.metrics.wlcs import summary_lcs_pairs
-from pipeline.rouge155_text import TextOptions, tokenize_rouge155
+from pipeline.tokenizers.rouge155 import TextOptions, tokenize_rouge155
 
 NAMES = ("rouge1", "rouge2", "rouge3", "rouge4", "rougeLsum", "rougeWsum", "rougeS4",
          "rougeSU4", "rougeS", "rougeSU")
@@ -118,6 +118,8 @@ class Rouge155Options:
         """The options from the flat scoring options (keys absent take their defaults)."""
         keys = cls.__dataclass_fields__
         values = {k: options[k] for k in keys if k in options and options[k] is not None}
+        if values.get("multi_reference") not in (None, *MULTI_REFERENCE_RULES):
+            values.pop("multi_reference")
         if values.get("stemmer") == "porter":
             raise ConfigError("stemmer 'porter' is rouge-score's; the rouge155 metrics take "
                               "'porter-rouge155' (the script's -m)")
@@ -502,16 +504,72 @@ def parse_rouge155_flags(text: str) -> tuple[tuple[str, ...], dict[str, Any], li
 # The family
 # ---------------------------------------------------------------------------------------
 
+OPTIONS = (
+    Option("stopwords", "none", "ROUGE-1.5.5 metrics (tokenizer rouge155): none, or smart "
+           "(the script's -s: drop the SMART common words; signature stop:smart).",
+           choices=STOPWORDS),
+    Option("limit_words", 0, "ROUGE-1.5.5 metrics: keep the first N words of each text (the "
+           "script's -l N; signature lw:N); 0: no limit.", minimum=0),
+    Option("limit_bytes", 0, "ROUGE-1.5.5 metrics: keep the first N bytes (UTF-8) of each "
+           "text (the script's -b N; signature lb:N); 0: no limit.", minimum=0),
+    Option("alpha", DEFAULT_ALPHA, "ROUGE-1.5.5 metrics: F-measure weight (the script's -p), "
+           "F = 1 / (alpha / P + (1 - alpha) / R), in [0, 1]; signature alpha when not 0.5.",
+           minimum=0.0),
+    Option("wlcs_weight", DEFAULT_WLCS_WEIGHT, "rougeWsum: a run of k consecutive matches "
+           "weighs k ** weight (the script's -w; signature wlcs).", minimum=0.0),
+)
+
+
+def _require_rouge155(metric: str, options: Mapping[str, Any]) -> Rouge155Options:
+    """The options of a ROUGE-1.5.5 metric, checked against the shared ROUGE options.
+
+    The metrics always use the script's text handling (tokenizer ``rouge155``); a run that
+    also asks for ROUGE metrics under another tokenizer is refused when its signature is
+    built (the two would write different ``tok`` fields).
+    """
+    if options.get("case_sensitive"):
+        raise ConfigError("tokenizer rouge155 lowercases like the script: case_sensitive "
+                          "must be false")
+    if options.get("sentence_split", "newline") != "newline":
+        raise ConfigError("tokenizer rouge155 takes the lines as sentences, like the script: "
+                          "sentence_split must be newline")
+    return Rouge155Options.from_mapping(options)
+
+
+def _spec(metric: str, family: str, options: Mapping[str, Any]) -> MetricSpec:
+    kind = _kind(metric)
+    opts = _require_rouge155(metric, options)
+    stat = "float64" if kind.kind == "W" else "int64"
+    return MetricSpec(name=metric, family=family, measures=MEASURES, primary="fmeasure",
+                      statistics=(("matches", stat), ("prediction_units", stat),
+                                  ("reference_units", stat)),
+                      reference_rule=opts.multi_reference, has_reference_index=True)
+
+
+def rouge_spec(metric: str, options: Mapping[str, Any]) -> MetricSpec:
+    """The spec of a rouge family name (rougeN, rougeLsum) under tokenizer ``rouge155``.
+
+    Raises:
+        ConfigError: rougeL (the script's ROUGE-L is rougeLsum), or options the script
+            does not have.
+
+    """
+    if metric == "rougeL":
+        raise ConfigError("tokenizer rouge155 has no rougeL: the script's ROUGE-L is "
+                          "summary-level, rougeLsum (on one-line texts the two are equal)")
+    return _spec(metric, "rouge", options)
+
 
 class Rouge155:
     """The ``rouge155`` family: ROUGE-1.5.5's ROUGE-W, ROUGE-S and ROUGE-SU.
 
-    Its ROUGE-N and ROUGE-L have the rouge family's names (rougeN, rougeLsum):
-    :func:`score_rouge155` computes them too, for the ``rouge155`` tokenizer.
+    Its ROUGE-N and ROUGE-L have the rouge family's names (rougeN, rougeLsum), which the
+    rouge family hands to :func:`score_rouge155` under tokenizer ``rouge155``.
     """
 
     name: str = "rouge155"
     names: tuple[str, ...] = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
+    options: tuple[Option, ...] = OPTIONS
 
     def serves(self, metric: str) -> bool:
         """True for rougeWsum, rougeS{k}, rougeSU{k}, rougeS and rougeSU."""
@@ -524,14 +582,7 @@ class Rouge155:
             ConfigError: an unknown metric or an invalid option value.
 
         """
-        kind = _kind(metric)
-        opts = Rouge155Options.from_mapping(options)
-        stat = "float64" if kind.kind == "W" else "int64"
-        return MetricSpec(name=metric, family=self.name, measures=MEASURES,
-                          primary="fmeasure",
-                          statistics=(("matches", stat), ("prediction_units", stat),
-                                      ("reference_units", stat)),
-                          reference_rule=opts.multi_reference, has_reference_index=True)
+        return _spec(metric, self.name, options)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
         """See :meth:`Rouge155Options.signature_fields`."""
@@ -539,13 +590,19 @@ class Rouge155:
 
     def score(self, predictions: Sequence[str | None],
               references: Sequence[Sequence[str | None]], metrics: Sequence[str],
-              options: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """See :func:`score_rouge155`."""
-        return score_rouge155(predictions, references, metrics,
-                              Rouge155Options.from_mapping(options))
+              options: Mapping[str, Any]) -> FamilyScores:
+        """See :func:`score_rouge155`.
+
+        No text is cut at ``max_tokens``: the script's own limits are ``limit_words`` and
+        ``limit_bytes``.
+        """
+        columns = score_rouge155(predictions, references, metrics,
+                                 Rouge155Options.from_mapping(options))
+        return FamilyScores(columns)
 
 
 FAMILY = Rouge155()
 
-__all__ = ["FAMILY", "MULTI_REFERENCE_RULES", "NAMES", "Rouge155", "Rouge155Options",
-           "STEMMERS", "STOPWORDS", "f_alpha", "parse_rouge155_flags", "score_rouge155"]
+__all__ = ["FAMILY", "MULTI_REFERENCE_RULES", "NAMES", "OPTIONS", "Rouge155",
+           "Rouge155Options", "STEMMERS", "STOPWORDS", "f_alpha", "parse_rouge155_flags",
+           "rouge_spec", "score_rouge155"]

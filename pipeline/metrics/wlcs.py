@@ -16,7 +16,7 @@ its figures, kept exactly:
   position that fails the unigram check neither counts nor ends the run, and a run still
   open at the end of a sentence after such a position is dropped;
 * the unigram counts come from the script's other reading of the texts (which differs under
-  ``-b``, see :mod:`pipeline.rouge155_text`), passed here as separate ``clip`` spans.
+  ``-b``, see :mod:`pipeline.tokenizers.rouge155`), passed here as separate ``clip`` spans.
 
 Memory: tables up to :data:`FULL_TABLE_MAX_CELLS` cells are built whole; larger ones keep
 every k-th row (k ~ sqrt(rows)) and recompute one block at a time while walking back, so a
