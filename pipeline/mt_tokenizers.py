@@ -129,7 +129,8 @@ def check_tokenizer(name: str) -> str:
 
     """
     if name not in MT_TOKENIZERS:
-        raise ConfigError(f"unknown BLEU tokenizer {name!r}{did_you_mean(name, MT_TOKENIZERS)}")
+        raise ConfigError(f"unknown BLEU tokenizer {name!r}; choose from "
+                          f"{', '.join(MT_TOKENIZERS)}", hint=did_you_mean(name, MT_TOKENIZERS))
     return name
 
 

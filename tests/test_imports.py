@@ -52,14 +52,15 @@ RULES = [
     ("pipeline.engine", ("pipeline.api", "pipeline.cli")),
     ("pipeline.api", ("pipeline.cli",)),
 ]
-CORE = ("pipeline.tokenizers", "pipeline.mt_tokenizers", "pipeline.metrics", "pipeline.scoring", "pipeline.signature",
-        "pipeline.values")
+CORE = ("pipeline.tokenizers", "pipeline.mt_tokenizers", "pipeline.metrics", "pipeline.scoring",
+        "pipeline.signature", "pipeline.values")
 NOT_IN_CORE = ("ray", "fsspec", "click")
 
 
 @pytest.mark.parametrize("prefix, forbidden", RULES, ids=[r[0] for r in RULES])
 def test_imports_point_one_way(prefix, forbidden):
-    bad = sorted(f"{m} imports {i}" for m, imported in MODULES.items() if _within(m, prefix)
+    bad = sorted(f"{m} imports {i}" for m, imported in MODULES.items()
+                 if _within(m, prefix)
                  for i in imported if any(_within(i, f) for f in forbidden))
     assert not bad, bad
 

@@ -73,3 +73,46 @@ def test_cli_help_lists_the_registry_names_and_every_family_option():
 def test_the_signature_command_writes_only_the_families_used():
     out = CliRunner().invoke(main, ["signature", "--metrics", "rouge2"]).output
     assert out.startswith("metrics:rouge2|tok:rouge-score|stem:none|case:lc|ref:max|nrefs:1|")
+
+
+def test_the_summary_shows_each_primary_measure_and_corpus_rows_where_present():
+    import pyarrow as pa
+
+    from pipeline.cli.score import format_summary
+    from pipeline.config import ScoreConfig
+
+    config = ScoreConfig(metrics="rougeL,bleu,token_f1", engine="local",
+                         threshold=["bleu.score=30"]).to_dict()
+    rows = [("rougeL", "fmeasure", "mean", None, 0.25), ("rougeL", "recall", "mean", None, 0.5),
+            ("bleu", "score", "mean", None, 20.0), ("bleu", "score", "corpus", None, 31.5),
+            ("token_f1", "fmeasure", "mean", None, 0.75),
+            ("bleu", "score", "pass_rate", 30.0, 0.5)]
+    aggregate = pa.table({
+        "scope": ["all"] * len(rows), "metric": [r[0] for r in rows],
+        "measure": [r[1] for r in rows], "statistic": [r[2] for r in rows],
+        "threshold": [r[3] for r in rows], "mean": [r[4] for r in rows],
+        "ci_low": [None] * len(rows), "ci_high": [None] * len(rows),
+        "n_examples": [4] * len(rows)})
+    manifest = {"config": config, "counts": {"examples_scored": 4}, "signature": "s",
+                "engine": {"engine": "local"}, "seconds": {"total": 1.0},
+                "outputs": {"examples": []}, "output": "out"}
+    lines = format_summary(manifest, aggregate).splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("n "))
+    assert header.split() == ["n", "rougeL", "bleu", "(corpus)", "token_f1", "pass",
+                              "bleu.score>=30"]
+    assert lines[lines.index(header) + 1].split() == ["(all)", "4", "0.2500", "31.5000",
+                                                      "0.7500", "0.5000"]
+
+
+def test_settings_survive_pickling_for_the_workers():
+    import pickle
+
+    from pipeline.config import ScoreConfig
+
+    settings = ScoringSettings.from_values(metrics="rouge1,bleu", bleu_tokenize="intl",
+                                           threshold=["bleu.score=30"])
+    again = pickle.loads(pickle.dumps(settings))
+    assert again == settings and hash(again) == hash(settings)
+    assert again.bleu_tokenize == "intl"
+    config = ScoreConfig(stemmer="porter", runtime_env={"pip": ["x"]})
+    assert pickle.loads(pickle.dumps(config)) == config

@@ -73,8 +73,8 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "would use (tokenizer rouge155); see the README."),
         *(_family_option(o) for o in registry.options()),
         click.option("--max-tokens", type=int, metavar="N",
-                     help="Cut texts longer than N tokens (signature maxtok:N); see "
-                          "--on-long-text.  [default: 100000]"),
+                     help="Cut texts longer than N tokens before ROUGE (signature "
+                          "maxtok:N); see --on-long-text.  [default: 100000]"),
         click.option("--bootstrap", type=int, metavar="N",
                      help="Bootstrap resamples for the intervals; 0 turns them off.  "
                           "[default: 1000]"),

@@ -146,9 +146,13 @@ class MetricFamily(Protocol):
 
     """
 
-    name: str
-    names: tuple[str, ...]
-    options: tuple[Option, ...]
+    # read-only, so a family may declare them as plain class attributes
+    @property
+    def name(self) -> str: ...  # noqa: D102
+    @property
+    def names(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def options(self) -> tuple[Option, ...]: ...  # noqa: D102
 
     def serves(self, metric: str) -> bool:
         """True when ``metric`` is one of this family's names (e.g. ``rouge7``)."""
