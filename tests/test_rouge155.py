@@ -387,3 +387,42 @@ def test_rouge155_metrics_and_rouge_score_tokens_cannot_share_a_run():
         Scorer(metrics=("rougeL",), tokenizer="rouge155")
     with pytest.raises(ConfigError, match="goes with tokenizer rouge155"):
         Scorer(metrics=("rouge1",), stemmer="porter-rouge155")
+
+
+def _wlcs_marks_python(a, b, weight):
+    """The script's WLCS table and backtrack (Lin 2004, section 3.3; ties go up), in Python."""
+    m, n = len(a), len(b)
+    c = [[0.0] * (n + 1) for _ in range(m + 1)]
+    run = [[0] * (n + 1) for _ in range(m + 1)]
+    for i in range(1, m + 1):
+        ci, cu, ri, ru = c[i], c[i - 1], run[i], run[i - 1]
+        for j in range(1, n + 1):
+            if a[i - 1] == b[j - 1]:
+                k = ru[j - 1]
+                ci[j] = cu[j - 1] + (k + 1) ** weight - k ** weight
+                ri[j] = k + 1
+            else:
+                ci[j] = cu[j] if cu[j] >= ci[j - 1] else ci[j - 1]
+    marks, i, j = set(), m, n
+    while i and j:
+        if a[i - 1] == b[j - 1]:
+            i, j = i - 1, j - 1
+            marks.add(i)
+        elif c[i - 1][j] >= c[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return marks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("m", "n", "vocab"), [(1100, 1000, 20), (1500, 800, 4)])
+def test_checkpointed_wlcs_walks_the_same_path(m, n, vocab):
+    """Tables over FULL_TABLE_MAX_CELLS are checkpointed; the walk must not change."""
+    rng = np.random.default_rng(m)
+    a, b = rng.integers(0, vocab, m).tolist(), rng.integers(0, vocab, n).tolist()
+    tokens = np.array(a + b, dtype=np.int32)
+    pw = np.array([float(k) ** 1.2 for k in range(max(m, n) + 2)])
+    mark = np.zeros(m, dtype=np.bool_)
+    wlcs_mark(tokens, 0, m, m, n, pw, mark)
+    assert set(np.flatnonzero(mark).tolist()) == _wlcs_marks_python(a, b, 1.2)

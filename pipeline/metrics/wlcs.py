@@ -75,6 +75,64 @@ def _wlcs_row(tokens, ai, b_start, n_cols, pw, c_src, l_src, prev, c_dst, l_dst,
 
 
 @njit(cache=True, nogil=True)
+def _wlcs_rows2(tokens, a0, a1, b_start, n_cols, pw, c, ll, src, d1, d2):
+    """Rows ``d1`` and ``d2`` (tokens a0, a1) from row ``src``, interleaved column by column.
+
+    The same cells as two :func:`_wlcs_row` calls; the two rows' dependency chains run side
+    by side, which nearly doubles the speed of the row loop.
+    """
+    c[d1] = 0.0
+    ll[d1] = 0
+    c[d2] = 0.0
+    ll[d2] = 0
+    left1 = 0.0
+    diag1_c = c[src]
+    diag1_l = ll[src]
+    left2 = 0.0
+    diag2_c = 0.0
+    diag2_l = 0
+    for j in range(1, n_cols + 1):
+        bj = tokens[b_start + j - 1]
+        up_c = c[src + j]
+        up_l = ll[src + j]
+        if a0 == bj:
+            v1 = diag1_c + pw[diag1_l + 1] - pw[diag1_l]
+            r1 = diag1_l + 1
+        else:
+            v1 = up_c if up_c >= left1 else left1
+            r1 = 0
+        c[d1 + j] = v1
+        ll[d1 + j] = r1
+        left1 = v1
+        diag1_c = up_c
+        diag1_l = up_l
+        if a1 == bj:
+            v2 = diag2_c + pw[diag2_l + 1] - pw[diag2_l]
+            r2 = diag2_l + 1
+        else:
+            v2 = v1 if v1 >= left2 else left2
+            r2 = 0
+        c[d2 + j] = v2
+        ll[d2 + j] = r2
+        left2 = v2
+        diag2_c = v1
+        diag2_l = r1
+
+
+@njit(cache=True, nogil=True)
+def _fill(tokens, a_start, first, last, b_start, n_cols, pw, c, ll, w, row0):
+    """DP rows first+1..last into a table whose row ``r`` holds DP row ``row0 + r``."""
+    i = first + 1
+    while i + 1 <= last:
+        _wlcs_rows2(tokens, tokens[a_start + i - 1], tokens[a_start + i], b_start, n_cols, pw,
+                    c, ll, (i - 1 - row0) * w, (i - row0) * w, (i + 1 - row0) * w)
+        i += 2
+    if i <= last:
+        _wlcs_row(tokens, tokens[a_start + i - 1], b_start, n_cols, pw, c, ll,
+                  (i - 1 - row0) * w, c, ll, (i - row0) * w)
+
+
+@njit(cache=True, nogil=True)
 def _walk(tokens, a_start, b_start, c, w, row0, i, j, stop_row, mark):
     """The script's backtrack in a table whose row ``r`` holds DP row ``row0 + r``."""
     while i > stop_row and j > 0:
@@ -110,24 +168,36 @@ def wlcs_mark(tokens, a_start, a_len, b_start, b_len, pw, mark):
     if (a_len + 1) * w <= FULL_TABLE_MAX_CELLS:
         c = np.zeros((a_len + 1) * w, dtype=np.float64)
         ll = np.zeros((a_len + 1) * w, dtype=np.int32)
-        for i in range(1, a_len + 1):
-            _wlcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, pw, c, ll, (i - 1) * w,
-                      c, ll, i * w)
+        _fill(tokens, a_start, 0, a_len, b_start, b_len, pw, c, ll, w, 0)
         _walk(tokens, a_start, b_start, c, w, 0, a_len, b_len, 0, mark)
         return
     k = int(np.sqrt(a_len)) + 1
     n_ckpt = a_len // k + 1
     ckpt_c = np.zeros(n_ckpt * w, dtype=np.float64)
     ckpt_l = np.zeros(n_ckpt * w, dtype=np.int32)
-    two_c = np.zeros(2 * w, dtype=np.float64)
-    two_l = np.zeros(2 * w, dtype=np.int32)
-    for i in range(1, a_len + 1):
-        cur = (i & 1) * w
-        _wlcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, pw, two_c, two_l, w - cur,
-                  two_c, two_l, cur)
-        if i % k == 0:
-            ckpt_c[(i // k) * w:(i // k + 1) * w] = two_c[cur:cur + w]
-            ckpt_l[(i // k) * w:(i // k + 1) * w] = two_l[cur:cur + w]
+    # forward pass over a ring of three rows, keeping every k-th row
+    ring_c = np.zeros(3 * w, dtype=np.float64)
+    ring_l = np.zeros(3 * w, dtype=np.int32)
+    slot = 0  # the ring row holding DP row i - 1
+    i = 1
+    while i <= a_len:
+        s1 = (slot + 1) % 3
+        if i + 1 <= a_len:
+            s2 = (slot + 2) % 3
+            _wlcs_rows2(tokens, tokens[a_start + i - 1], tokens[a_start + i], b_start, b_len,
+                        pw, ring_c, ring_l, slot * w, s1 * w, s2 * w)
+            done = 2
+        else:
+            s2 = s1
+            _wlcs_row(tokens, tokens[a_start + i - 1], b_start, b_len, pw, ring_c, ring_l,
+                      slot * w, ring_c, ring_l, s1 * w)
+            done = 1
+        for r, sr in ((i, s1), (i + 1, s2)):
+            if r < i + done and r % k == 0:
+                ckpt_c[(r // k) * w:(r // k + 1) * w] = ring_c[sr * w:(sr + 1) * w]
+                ckpt_l[(r // k) * w:(r // k + 1) * w] = ring_l[sr * w:(sr + 1) * w]
+        slot = s2
+        i += done
     block_c = np.empty((k + 1) * w, dtype=np.float64)
     block_l = np.empty((k + 1) * w, dtype=np.int32)
     i = a_len
@@ -136,9 +206,7 @@ def wlcs_mark(tokens, a_start, a_len, b_start, b_len, pw, mark):
         s = ((i - 1) // k) * k
         block_c[0:j + 1] = ckpt_c[(s // k) * w:(s // k) * w + j + 1]
         block_l[0:j + 1] = ckpt_l[(s // k) * w:(s // k) * w + j + 1]
-        for r in range(1, i - s + 1):
-            _wlcs_row(tokens, tokens[a_start + s + r - 1], b_start, j, pw, block_c, block_l,
-                      (r - 1) * w, block_c, block_l, r * w)
+        _fill(tokens, a_start, s, i, b_start, j, pw, block_c, block_l, w, s)
         i, j = _walk(tokens, a_start, b_start, block_c, w, s, i, j, s, mark)
 
 
