@@ -221,8 +221,11 @@ def _tokenize(texts: Sequence[str | None], text: TextOptions) -> _Batch:
     line_sizes: list[int] = []
     lines_per_text: list[int] = []
     lcs_tokens: list[str] = []
+    done: dict[str | None, tuple[list[str], list[list[str]]]] = {}  # references repeat
     for t in texts:
-        clip, sentences = tokenize_rouge155(t, text)
+        if t not in done:
+            done[t] = tokenize_rouge155(t, text)
+        clip, sentences = done[t]
         tokens += clip
         text_sizes.append(len(clip))
         line_sizes += [len(s) for s in sentences]
