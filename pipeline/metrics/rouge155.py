@@ -118,8 +118,6 @@ class Rouge155Options:
         """The options from the flat scoring options (keys absent take their defaults)."""
         keys = cls.__dataclass_fields__
         values = {k: options[k] for k in keys if k in options and options[k] is not None}
-        if values.get("multi_reference") not in (None, *MULTI_REFERENCE_RULES):
-            values.pop("multi_reference")
         if values.get("stemmer") == "porter":
             raise ConfigError("stemmer 'porter' is rouge-score's; the rouge155 metrics take "
                               "'porter-rouge155' (the script's -m)")
@@ -248,7 +246,7 @@ def _offsets(sizes: list[int]) -> np.ndarray:
     return out
 
 
-def pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
+def _pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
                     kinds: Sequence[_Kind], options: Rouge155Options) -> np.ndarray:
     """Per pair and metric: hit, reference units, prediction units, and the ``-f B`` score.
 
@@ -340,7 +338,7 @@ def score_rouge155(predictions: Sequence[str | None],
     batch = _tokenize(texts, options.text)
     pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
     pair_ref = np.arange(n, len(texts), dtype=np.int64)
-    stats = pair_statistics(batch, pair_pred, pair_ref, kinds, options)
+    stats = _pair_statistics(batch, pair_pred, pair_ref, kinds, options)
     has = n_refs > 0
     starts = np.concatenate([[0], np.cumsum(n_refs)[:-1]]).astype(np.int64)
     idx = starts[has]
