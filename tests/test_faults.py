@@ -108,7 +108,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_results_equal_a_clean_run(
     assert killed != retried and not _alive(killed)
     where = {e["partition"]: e["where"] for e in run.manifest["outputs"]["examples"]}
     assert where[1]["pid"] == retried  # the partition was written by the replacement
-    assert where[1]["node_ip"] == "127.0.0.2"
+    assert where[1]["node_ip"] == "127.0.0.1"
     assert run.manifest["engine"]["engine"] == "ray"
     assert run.manifest["stages"]["score"] == {"partitions_run": 4, "partitions_reused": 0}
     assert_same_results(tmp_path / "run", clean_run)
