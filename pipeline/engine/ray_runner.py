@@ -70,8 +70,9 @@ class LocalRay:
     """A Ray instance started by this process, and what is needed to stop it cleanly.
 
     The instance listens on loopback only and requires a token: a random 256-bit token in
-    ``auth_token`` (mode 0600) inside its own temp dir (``$TMPDIR/overlap-ray-*``, mode
-    0700), named to Ray by ``RAY_AUTH_TOKEN_PATH`` for this instance only. Nothing is
+    ``private/auth_token`` (modes 0700 and 0600) inside its own temp dir
+    (``$TMPDIR/overlap-ray-*``, or ``/tmp/overlap-ray-*`` when ``$TMPDIR`` is too deep for
+    Ray's socket paths), named to Ray by ``RAY_AUTH_TOKEN_PATH`` for this instance only. Nothing is
     written to the user's home. Handlers of SIGTERM and SIGINT in place before the start
     are put back after it (Ray's own would exit the process without letting the caller
     clean up).
@@ -85,8 +86,11 @@ class LocalRay:
     """
 
     def __init__(self, *, num_cpus: int | None = None) -> None:
-        self.temp_dir = tempfile.mkdtemp(prefix="overlap-ray-")
-        token_path = os.path.join(self.temp_dir, AUTH_TOKEN_FILE)
+        self.temp_dir = tempfile.mkdtemp(prefix="overlap-ray-", dir=_temp_root())
+        # Ray makes its temp dir world-writable (0777): the token lives in a private subdir
+        private = os.path.join(self.temp_dir, "private")
+        os.mkdir(private, 0o700)
+        token_path = os.path.join(private, AUTH_TOKEN_FILE)
         fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32))
@@ -139,6 +143,21 @@ class LocalRay:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# Ray puts Unix sockets at TEMP/session_<date>_<time>_<pid>/sockets/plasma_store, and a
+# socket path has at most 107 bytes.
+_SOCKET_PATH_MAX = 107
+_SOCKET_SUFFIX = len("/overlap-ray-xxxxxxxx/session_2026-01-01_00-00-00_000000_4194304"
+                     "/sockets/plasma_store")
+
+
+def _temp_root() -> str:
+    """The system temp dir, or /tmp when the former is too deep for Ray's socket paths."""
+    root = tempfile.gettempdir()
+    if len(os.fsencode(root)) + _SOCKET_SUFFIX > _SOCKET_PATH_MAX and os.path.isdir("/tmp"):
+        return "/tmp"
+    return root
 
 
 def _signal_handlers() -> dict[int, Any]:
