@@ -106,3 +106,29 @@ def test_a_local_run_listens_on_loopback_only_and_stops_cleanly_on_a_signal(
         assert (tmp_path / "out" / "_SUCCESS").exists()
         assert json.loads((tmp_path / "out" / "manifest.json").read_text())["resumed"]
         assert list((tmp_path / "home").iterdir()) == []
+
+
+@pytest.mark.parametrize("mplconfigdir", [None, "user"])
+def test_no_command_writes_to_home(tmp_path, mplconfigdir):
+    """score, compare --plot (matplotlib's config and font cache) and signature leave an
+    empty HOME empty; a user's own MPLCONFIGDIR is respected."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": "", "XDG_CONFIG_HOME": ""}
+    env.pop("MPLCONFIGDIR", None)
+    if mplconfigdir:
+        env["MPLCONFIGDIR"] = str(tmp_path / "mpl")
+    run = [sys.executable, "-m", "pipeline.cli"]
+    for args in (["score", str(DATA / "predictions"), "--references",
+                  str(DATA / "references.parquet"), "--output", str(tmp_path / "a"),
+                  "--engine", "local", "--bootstrap", "0"],
+                 ["compare", str(tmp_path / "a"), str(tmp_path / "a"), "--plot",
+                  str(tmp_path / "delta.png"), "--n-bootstrap", "50"],
+                 ["signature"]):
+        result = subprocess.run(run + args, env=env, capture_output=True, text=True, cwd=ROOT,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "delta.png").stat().st_size > 0
+    assert list(home.iterdir()) == []
+    if mplconfigdir:
+        assert (tmp_path / "mpl").is_dir()
