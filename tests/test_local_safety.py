@@ -99,10 +99,16 @@ def test_a_local_run_listens_on_loopback_only_and_stops_cleanly_on_a_signal(
     assert len(list(tmp_path.glob(".out.overlap-staging-*"))) == 1  # kept for resuming
     assert list((tmp_path / "home").iterdir()) == []  # nothing written to HOME
     if sig == signal.SIGTERM:  # the same command resumes and finishes
-        env.pop("OVERLAP_FAULTS")
+        # ... with a retried task, which Ray reports (traceback included) on the driver
+        env["OVERLAP_FAULTS"] = json.dumps({"partition": 0, "action": "transient",
+                                            "log": str(tmp_path / "attempts")})
         result = subprocess.run(proc.args, env=env, capture_output=True, text=True,
                                 cwd=ROOT, timeout=300)
         assert result.returncode == 0, result.stderr
+        assert len((tmp_path / "attempts").read_text().split()) == 2  # retried once
+        assert result.stdout.startswith("scored 2,500 examples")  # only the result
+        assert "Traceback" not in result.stdout and "retried" not in result.stdout
+        assert "Task score_partition failed" in result.stderr
         assert (tmp_path / "out" / "_SUCCESS").exists()
         assert json.loads((tmp_path / "out" / "manifest.json").read_text())["resumed"]
         assert list((tmp_path / "home").iterdir()) == []

@@ -8,6 +8,7 @@ error's code (2 bad usage or input, 3 output exists, 4 execution failure).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -140,9 +141,12 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     progress = _Progress() if sys.stderr.isatty() else None
     try:
         config = _settings(config_file, flags)
-        run = score(predictions, references=references, output=output, config=config,
-                    run_id=run_id, overwrite=overwrite,
-                    progress=progress.update if progress else None)
+        # Only the result goes to stdout: whatever prints during the run (Ray reports a
+        # task's retry, with its traceback, on stdout) goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            run = score(predictions, references=references, output=output, config=config,
+                        run_id=run_id, overwrite=overwrite,
+                        progress=progress.update if progress else None)
     except PipelineError as err:
         if progress:
             progress.clear()
