@@ -241,11 +241,10 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
 def _output_columns(config: ScoreConfig) -> set[str]:
     """Names of the columns the pipeline writes into the examples for these settings."""
-    from pipeline.scoring import MEASURES, STATISTICS
-
     names = set(RESERVED_COLUMNS)
-    for m in config.metrics:
-        names.update(f"{m}_{x}" for x in (*MEASURES, *STATISTICS, "reference_index"))
+    for spec in config.scoring.specs():
+        names.update((*spec.measure_columns, *spec.statistic_columns,
+                      f"{spec.name}_reference_index"))
     names.update(t.column for t in config.thresholds)
     return names
 
