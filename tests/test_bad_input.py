@@ -560,7 +560,7 @@ def test_group_by_a_column_named_like_an_output_column_is_refused(tmp_path, colu
                  references=[["x"], ["y"]], **{column: ["s", "t"]})
     out = tmp_path / "out"
     assert_refused(overlap_score(pred, "--output", str(out), "--group-by", column), out,
-                   f"cannot group by", repr(column))
+                   "cannot group by", repr(column))
 
 
 @pytest.mark.parametrize("values", [

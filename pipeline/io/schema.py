@@ -14,7 +14,7 @@ ids as ``large_string`` or ``int64``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -160,7 +160,8 @@ def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
 
 
 def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
-                   references: Sequence[InputFile] | None) -> InputSpec:
+                   references: Sequence[InputFile] | None, *,
+                   written_columns: Collection[str] = ()) -> InputSpec:
     """Check the inputs' columns against the settings and pick the reference layout.
 
     Args:
@@ -168,11 +169,16 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
         predictions: footers of the predictions files (at least one).
         references: footers of the references files, or None when the references are a
             list column of the predictions table.
+        written_columns: the metric and threshold columns the run writes into the examples
+            (besides ``run_id``, ``n_references`` and ``truncated``): no ride-along column
+            may take their names.
 
     Raises:
         InputError: a missing column (naming the file and the columns it has), a column of
-            the wrong type, or types differing between files.
-        ConfigError: a ride-along column named like an output column.
+            the wrong type, or types differing between files; a group-by column of a type
+            that does not group (lists, structs, maps).
+        ConfigError: a ride-along column named like an output column (or, for a group-by
+            column, like a column of aggregate.parquet).
 
     """
     id_col = config.id_column
@@ -219,7 +225,7 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
     carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
                                            if c not in config.group_by)
-    written = _output_columns(config)
+    written = set(RESERVED_COLUMNS) | set(written_columns)
     for c in carry:
         if c in written or c in (id_col, pred_col, ref_col) \
                 or (config.keep_text and c == TEXT_COLUMN):
@@ -237,16 +243,6 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
     return InputSpec(id_col, kind, pred_col, ref_col, layout, carry, carry_types,
                      config.keep_text, on_missing=config.on_missing,
                      on_empty_references=config.on_empty_references)
-
-
-def _output_columns(config: ScoreConfig) -> set[str]:
-    """Names of the columns the pipeline writes into the examples for these settings."""
-    names = set(RESERVED_COLUMNS)
-    for spec in config.scoring.specs():
-        names.update((*spec.measure_columns, *spec.statistic_columns,
-                      f"{spec.name}_reference_index"))
-    names.update(t.column for t in config.thresholds)
-    return names
 
 
 def _groupable(t: pa.DataType) -> bool:

@@ -254,8 +254,9 @@ class OutputDir:
         foreign = sorted((files - listed) | (dirs - {EXAMPLES_DIR}))
         if foreign:
             return None, f"files its manifest does not name: {', '.join(foreign[:5])}"
-        if listed - files:
-            return None, f"files of run {run_id} are missing: {', '.join(sorted(listed - files)[:5])}"
+        missing = sorted(listed - files)
+        if missing:
+            return None, f"files of run {run_id} are missing: {', '.join(missing[:5])}"
         return run_id, None
 
     def check_provenance(self, *, run_id: str) -> None:
@@ -419,4 +420,5 @@ def _sibling_uri(uri: str, name: str) -> str:
 
 
 __all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "STATE_FILE",
-           "SUCCESS_FILE", "OutputDir", "check_apart", "read_json", "write_json", "write_parquet", "write_text"]
+           "SUCCESS_FILE", "OutputDir", "check_apart", "read_json", "write_json", "write_parquet",
+           "write_text"]

@@ -644,9 +644,9 @@ def build_long_masks(tokens, start, length, loc):
             the local index of each token of the slice (undo with :func:`clear_masks`).
 
     Returns:
-        ``long_masks = (dense_of, dense, offsets, positions)``: ``dense_of[k]`` is the row of local token
-        ``k`` in ``dense`` (uint64, shape (<= 64 + 1, ceil(length / 64))), or -1 when its
-        column positions are ``positions[offsets[k]:offsets[k + 1]]`` (int64) instead.
+        ``long_masks = (dense_of, dense, offsets, positions)``: ``dense_of[k]`` is the row
+        of local token ``k`` in ``dense`` (uint64, shape (<= 65, ceil(length / 64))), or -1
+        when its column positions are ``positions[offsets[k]:offsets[k + 1]]`` (int64).
 
     """
     n_words = (length + 63) >> 6
