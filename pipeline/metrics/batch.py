@@ -41,6 +41,16 @@ def _text_span(line_offsets, text_line_offsets, text):
 
 
 @njit(cache=True, nogil=True)
+def _one_line(line_offsets, text_line_offsets, text):
+    """True when exactly one line of the text has tokens."""
+    n = 0
+    for line in range(text_line_offsets[text], text_line_offsets[text + 1]):
+        if line_offsets[line + 1] > line_offsets[line]:
+            n += 1
+    return n == 1
+
+
+@njit(cache=True, nogil=True)
 def _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt):
     """Clipped unigram matches by direct counting (``cnt``: int32 zeros, size vocab)."""
     for q in range(r_start, r_start + r_len):
@@ -95,12 +105,11 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         clear_masks(tokens, p_start, p_len, loc)
         for q in range(r_len):
             mark[q] = False
-    if text_line_offsets[pred + 1] - text_line_offsets[pred] == 1 \
-            and text_line_offsets[ref + 1] - text_line_offsets[ref] == 1 \
-            and p_len > lmasks.shape[1] * 64:
-        # One line each, too long for the whole masks: the union is one LCS, whose marks
-        # are never clipped (each token is on it at most as often as on either side), so
-        # the hits are the LCS length.
+    if _one_line(line_offsets, text_line_offsets, pred) \
+            and _one_line(line_offsets, text_line_offsets, ref) and p_len > lmasks.shape[1] * 64:
+        # One line with tokens each, too long for the whole masks: the union is one LCS,
+        # whose marks are never clipped (each token is on it at most as often as on either
+        # side), so the hits are the LCS length.
         long_masks = build_long_masks(tokens, p_start, p_len, loc)
         hits = lcs_length_long(tokens, r_start, r_len, p_len, loc, long_masks)
         clear_masks(tokens, p_start, p_len, loc)
@@ -259,6 +268,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         ref = pair_ref[p]
         p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
         r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
+        lcs_len = -1  # the pair's LCS length once rougeL has computed it
         for k in range(n_metrics):
             code = orders[k]
             if code == 1:
@@ -292,6 +302,11 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                     out[p, k, 0] = lcs_length_long(tokens, r_start, r_len, p_len, loc,
                                                    long_masks)
                     clear_masks(tokens, p_start, p_len, loc)
+            elif lcs_len >= 0 and _one_line(line_offsets, text_line_offsets, pred) \
+                    and _one_line(line_offsets, text_line_offsets, ref):
+                # one line each: the union LCS is the LCS, never clipped (see
+                # _summary_level_hits), which rougeL has just computed
+                out[p, k, 0] = lcs_len
             else:
                 if masked >= 0:  # rougeLsum builds its own masks in `loc`
                     clear_masks(tokens, masked_start, masked_len, loc)
@@ -299,6 +314,8 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                 out[p, k, 0] = _summary_level_hits(
                     tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
                     mark, loc, lmasks, rows)
+            if code == ROUGE_L:
+                lcs_len = out[p, k, 0]
             if code >= 1:
                 out[p, k, 1] = max(p_len - code + 1, 0)
                 out[p, k, 2] = max(r_len - code + 1, 0)
