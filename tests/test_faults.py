@@ -232,11 +232,14 @@ def test_a_crash_after_the_last_partition_resumes_without_reading_any_input(
 
 
 def test_a_write_cut_short_is_never_published(tmp_path):
-    from pipeline.io.write import OutputDir, write_text
+    import pyarrow as pa
+
+    from pipeline.io.write import OutputDir, write_parquet
 
     out = OutputDir(str(tmp_path / "run"), overwrite=False, key="k")
     assert out.prepare(run_id="r") is False
-    write_text("complete", out.staged("examples/part-00000.parquet"))
+    write_parquet(pa.table({"x": [1]}), out.staged("examples/part-00000.parquet"),
+                  metadata={b"overlap.run_id": b"r"})
     (Path(out.staged("examples").path) / ".part-00001.parquet.tmp").write_text("half")
     out.publish(run_id="r")
     assert sorted(p.name for p in (tmp_path / "run" / "examples").iterdir()) == [

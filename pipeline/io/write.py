@@ -166,7 +166,10 @@ class OutputDir:
         return None
 
     def prepare(self, *, run_id: str | None = None) -> bool:
-        """Check the destination, then resume this key's staging directory or create it.
+        """Take the output's lock, check the destination, resume or create the staging.
+
+        The lock (:class:`pipeline.io.lock.OutputLock`) is held until :meth:`publish` or
+        :meth:`release`.
 
         The staging directory is resumed when it holds the same key and ``run_id`` (the
         staged examples carry the run id); otherwise it is emptied and started afresh.
@@ -265,6 +268,7 @@ class OutputDir:
         Raises:
             OutputExistsError: a file of another run (another writer got into the staging
                 directory): nothing is published.
+            ExecutionError: a staged file cannot be read.
 
         """
         staged = self.staging.child(_STAGED_RUN)
@@ -272,8 +276,12 @@ class OutputDir:
             if e.type != pafs.FileType.File or not e.path.endswith(".parquet") \
                     or posixpath.basename(e.path).startswith("."):
                 continue
-            with staged.fs.open_input_file(e.path) as fh:
-                meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
+            try:
+                with staged.fs.open_input_file(e.path) as fh:
+                    meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
+            except (OSError, pa.ArrowInvalid) as err:
+                raise ExecutionError(f"cannot read the staged file {e.path}: "
+                                     f"{str(err).splitlines()[0]}") from None
             found = meta.get(RUN_ID_KEY, b"").decode("utf-8", "replace")
             if found != run_id:
                 raise OutputExistsError(
@@ -322,6 +330,7 @@ class OutputDir:
             raise ExecutionError(f"cannot move the output into {self.final.uri}: {e}") from None
         write_text(f"{run_id}\n", self.final.child(SUCCESS_FILE))
         self.abort()  # the resume state is no longer needed
+        self.release()
 
     @staticmethod
     def _drop_temporaries(staged: Location) -> None:
