@@ -174,8 +174,7 @@ def tokenize_batch(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
 
 
 def tokenize(text: str, *, tokenizer: str) -> list[str]:
-    """Tokens of one text (see :func:`tokenize_batch`); equals ``sacrebleu``'s tokenizer
-    output split on white space."""
+    """Tokens of one text (:func:`tokenize_batch`): sacrebleu's tokenizer output, split."""
     return tokenize_batch([text], tokenizer=tokenizer).strings(0)
 
 
@@ -376,76 +375,5 @@ def _tokenize(cps, offsets, mode, flags, intl):
             type_offsets[:n_types + 1].copy())
 
 
-@njit(cache=True, nogil=True)
-def _key_slot(key, mask):
-    return np.int64(((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask)
-
-
-@njit(cache=True, nogil=True)
-def _grow_keys(slots, keys):
-    new_slots = np.full(2 * slots.shape[0], -1, np.int32)
-    new_keys = np.empty(2 * slots.shape[0], np.int64)
-    mask = np.uint64(new_slots.shape[0] - 1)
-    for i in range(slots.shape[0]):
-        if slots[i] != -1:
-            s = _key_slot(keys[i], mask)
-            while new_slots[s] != -1:
-                s = (s + 1) & np.int64(mask)
-            new_slots[s] = slots[i]
-            new_keys[s] = keys[i]
-    return new_slots, new_keys
-
-
-@njit(cache=True, nogil=True)
-def _intern_key(key, slots, keys, n_ids):
-    mask = np.uint64(slots.shape[0] - 1)
-    s = _key_slot(key, mask)
-    while True:
-        t = slots[s]
-        if t == -1:
-            slots[s] = n_ids
-            keys[s] = key
-            return n_ids, n_ids + 1
-        if keys[s] == key:
-            return t, n_ids
-        s = (s + 1) & np.int64(mask)
-
-
-@njit(cache=True, nogil=True)
-def ngram_ids(ids, offsets, n_types, max_order):
-    """Give every n-gram of the batch (orders 1..max_order) an id, unique across orders.
-
-    Exact: an n-gram's key is (id of its first n-1 tokens, id of its last token), one int64.
-
-    Args:
-        ids: int32 token ids, shape (T,), 0 <= id < n_types.
-        offsets: int64 text offsets into ``ids``, shape (N + 1,).
-        n_types: number of distinct tokens.
-        max_order: highest order, >= 1.
-
-    Returns:
-        (grams, n_ids): int32 array shape (max_order, T) where ``grams[n-1, p]`` is the id
-        of the n-gram starting at token p (-1 where it would cross its text's end; row 0
-        is ``ids``), and the number of ids used (ids are < n_ids).
-
-    """
-    total = ids.shape[0]
-    grams = np.full((max_order, total), -1, np.int32)
-    grams[0, :] = ids
-    n_ids = n_types
-    slots = np.full(1024, -1, np.int32)  # grows, so that it stays in cache
-    keys = np.empty(1024, np.int64)
-    n_texts = offsets.shape[0] - 1
-    for order in range(2, max_order + 1):
-        for i in range(n_texts):
-            for p in range(offsets[i], offsets[i + 1] - order + 1):
-                if 2 * (n_ids - n_types + 2) > slots.shape[0]:
-                    slots, keys = _grow_keys(slots, keys)
-                key = (np.int64(grams[order - 2, p]) << 32) | np.int64(ids[p + order - 1])
-                g, n_ids = _intern_key(key, slots, keys, n_ids)
-                grams[order - 1, p] = g
-    return grams, n_ids
-
-
-__all__ = ["MT_TOKENIZERS", "TokenBatch", "check_tokenizer", "code_points", "ngram_ids",
-           "tokenize", "tokenize_batch"]
+__all__ = ["MT_TOKENIZERS", "TokenBatch", "check_tokenizer", "code_points", "tokenize",
+           "tokenize_batch"]
