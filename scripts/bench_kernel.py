@@ -165,8 +165,8 @@ def long_pair(n_tokens: int, *, vocab_size: int = 2000, repeats: int = 1) -> Non
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     spread = f" (min {min(times):.3f}, max {max(times):.3f}, {repeats} runs)" if repeats > 1 else ""
     print(f"{n_tokens:,}-token pair ({vocab_size:,}-word vocabulary), rougeL + rougeLsum: "
-          f"{statistics.median(times):.3f} s{spread}, CPU {statistics.median(cpu):.3f} s, peak RSS {after / 1024:.0f} MiB (grew "
-          f"{max(after - before, 0) / 1024:.0f} MiB); "
+          f"{statistics.median(times):.3f} s{spread}, CPU {statistics.median(cpu):.3f} s, "
+          f"peak RSS {after / 1024:.0f} MiB (grew {max(after - before, 0) / 1024:.0f} MiB); "
           f"rougeL F={res.column('rougeL_fmeasure')[0].as_py():.4f}")
 
 
