@@ -48,7 +48,12 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ExecutionError, OSError)
 
 
 def _import_ray(*, local: bool = False) -> Any:
-    """Import ray; ``local``: first tell Ray (if not imported yet) to keep to loopback."""
+    """Import ray; ``local``: first tell Ray (if not imported yet) to keep to loopback.
+
+    The setting is read once, at import, and is taken out of the environment again at
+    once, so that no process started later (``ray start``, a user's subprocess) inherits it.
+    """
+    saved = os.environ.get(_CLUSTERS_VAR)
     if local and "ray" not in sys.modules:
         os.environ[_CLUSTERS_VAR] = "0"
     try:
@@ -56,6 +61,11 @@ def _import_ray(*, local: bool = False) -> Any:
     except ImportError:
         raise ExecutionError("the ray engine needs Ray", hint="pip install 'ray[data]' or use "
                              "--engine local") from None
+    finally:
+        if saved is None:
+            os.environ.pop(_CLUSTERS_VAR, None)
+        else:
+            os.environ[_CLUSTERS_VAR] = saved
     return ray
 
 
@@ -102,7 +112,7 @@ class LocalRay:
             # Ray's C++ handler of SIGTERM prints a stack dump and aborts the driver
             # before any clean-up; the caller's handler is used instead
             "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
-        self._saved_env = {k: os.environ.get(k) for k in (*env, _CLUSTERS_VAR)}
+        self._saved_env = {k: os.environ.get(k) for k in env}
         for k, v in env.items():
             if v is None:
                 os.environ.pop(k, None)
