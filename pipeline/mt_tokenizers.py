@@ -284,16 +284,24 @@ def _intern(buf, start, end, slots, chars, type_offsets, n_types, n_chars):
 
 
 @njit(cache=True, nogil=True)
+def _fit(buf, size):
+    # buf when it holds size values, else a bigger one (contents not kept)
+    if buf.shape[0] >= size:
+        return buf
+    return np.empty(2 * size, np.int32)
+
+
+@njit(cache=True, nogil=True)
 def _tokenize(cps, offsets, mode, flags, intl):
     n_texts = offsets.shape[0] - 1
     total = cps.shape[0]
     max_len = 0
     for i in range(n_texts):
         max_len = max(max_len, offsets[i + 1] - offsets[i])
-    # the rewriting passes only insert spaces: at most x3 (single), then x2 per pair pass
-    cap = 24 * max_len + 64
-    buf_a = np.empty(cap, np.int32)
-    buf_b = np.empty(cap, np.int32)
+    # the rewriting passes only insert spaces: a pass's output is at most 3x (one
+    # character) or 2x (two) its input; buffers grow when a text needs it
+    buf_a = np.empty(3 * max_len + 64, np.int32)
+    buf_b = np.empty(3 * max_len + 64, np.int32)
     ids = np.empty(total + 1, np.int32)
     tok_offsets = np.zeros(n_texts + 1, np.int64)
     slots = np.full(1024, -1, np.int32)  # grows, so that it stays in cache
@@ -323,17 +331,23 @@ def _tokenize(cps, offsets, mode, flags, intl):
             for k in range(lo, hi):
                 buf_a[k - lo] = cps[k]
             n = hi - lo
-        src = buf_a
         if mode == 2 or mode == 3:  # tokenizer_re.py's four rules
+            buf_b = _fit(buf_b, 3 * n)
             n = _split_single(buf_a, n, buf_b, flags, _SPLIT_13A)
+            buf_a = _fit(buf_a, 2 * n)
             n = _split_pair(buf_b, n, buf_a, flags, _DIGIT, False, _DOT_COMMA, True, False)
+            buf_b = _fit(buf_b, 2 * n)
             n = _split_pair(buf_a, n, buf_b, flags, _DOT_COMMA, True, _DIGIT, False, True)
+            buf_a = _fit(buf_a, 2 * n)
             n = _split_pair(buf_b, n, buf_a, flags, _DIGIT, True, _DASH, True, False)
         elif mode == 4:  # intl: (\P{N})(\p{P}) -> "\1 \2 "; (\p{P})(\P{N}) -> " \1 \2"; (\p{S})
+            buf_b = _fit(buf_b, 2 * n)
             n = _split_pair(buf_a, n, buf_b, intl, _N, False, _P, True, False)
+            buf_a = _fit(buf_a, 2 * n)
             n = _split_pair(buf_b, n, buf_a, intl, _P, True, _N, False, True)
+            buf_b = _fit(buf_b, 3 * n)
             n = _split_single(buf_a, n, buf_b, intl, _S)
-            src = buf_b
+        src = buf_b if mode == 4 else buf_a
         # split on white space; char: every character; chrf-words: chrF++'s punctuation rule
         k = 0
         while k < n:

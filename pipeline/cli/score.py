@@ -8,6 +8,7 @@ error's code (2 bad usage or input, 3 output exists, 4 execution failure).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -180,9 +181,12 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         if flags.get("rouge155"):
             for line in _rouge155_mapping(flags["rouge155"])[:-2]:
                 click.echo(line, err=True)
-        run = score(predictions, references=references, output=output, config=config,
-                    run_id=run_id, overwrite=overwrite,
-                    progress=progress.update if progress else None)
+        # Only the result goes to stdout: whatever prints during the run (Ray reports a
+        # task's retry, with its traceback, on stdout) goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            run = score(predictions, references=references, output=output, config=config,
+                        run_id=run_id, overwrite=overwrite,
+                        progress=progress.update if progress else None)
     except PipelineError as err:
         if progress:
             progress.clear()
