@@ -129,12 +129,15 @@ def score(
         A :class:`ScoreRun`.
 
     Raises:
-        ConfigError: invalid settings or run id.
+        ConfigError: invalid settings or run id; an output inside an input or the reverse;
+            an output that is the current directory or above it.
         InputError: missing, unreadable or empty files, missing columns, bad types, ids
             without references (or the reverse) or empty references unless the config
             skips them, duplicate ids, texts over ``max_tokens`` with
             ``on_long_text="error"``, no example left to score.
-        OutputExistsError: a complete output exists and ``overwrite`` is False.
+        OutputExistsError: a complete output exists and ``overwrite`` is False; the output
+            holds anything else than a complete overlap output; another run holds the
+            output's lock; a staged file of another run.
         ExecutionError: Ray or the storage failed.
 
     """
@@ -142,13 +145,13 @@ def score(
     from pipeline.engine import aggregate_examples, execute, make_plan, make_runner
     from pipeline.engine.resume import run_key
     from pipeline.engine.tasks import SKIP_REASONS
-    from pipeline.io.files import locate
     from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
     from pipeline.io.write import (
         AGGREGATE_FILE,
         EXAMPLES_DIR,
         MANIFEST_FILE,
         OutputDir,
+        check_apart,
         write_json,
         write_parquet,
     )
@@ -157,6 +160,7 @@ def score(
     requested = check_run_id(run_id) if run_id is not None else None
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
+    check_apart(output, {"predictions": predictions, "references": references})
     plan = make_plan(predictions, references, cfg)
     # An interrupted run of the same work (same inputs and settings) is resumed under its
     # run id, unless another run id is asked for.
@@ -247,7 +251,9 @@ def score(
         if not isinstance(e, ExecutionError):
             out.abort()
         raise
-    return ScoreRun(output=locate(output).uri, run_id=run_id, signature=signature,
+    finally:
+        out.release()
+    return ScoreRun(output=out.final.uri, run_id=run_id, signature=signature,
                     aggregate=agg, manifest=manifest)
 
 

@@ -212,7 +212,7 @@ class ScoreConfig:
 
 
 # Every key of the config file (and of the manifest's "config"), in to_dict order.
-CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics",
+CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics", "rouge155",
                *(o.key for o in registry.options()),
                "group_by", "keep_columns", "keep_text", "bootstrap", "confidence", "seed",
                "on_missing", "on_empty_references", "max_tokens", "on_long_text",
@@ -224,20 +224,44 @@ assert set(CONFIG_KEYS) == set(_RUN_KEYS) | set(scoring_keys())
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML config file (safely: plain data only) into ``{key: value}``.
 
+    The file must be UTF-8, at most ``MAX_CONFIG_BYTES`` (1 MiB) long, and free of YAML
+    aliases (``*name``): an alias repeats a node without its size showing in the file, so
+    a few lines of nested aliases ("billion laughs") expand to gigabytes.
+
     Args:
         path: a local YAML file whose top level is a mapping of config keys.
 
     Raises:
-        ConfigError: unreadable file, invalid YAML, not a mapping, or an unknown key.
+        ConfigError: unreadable, too large or not UTF-8; invalid YAML or an alias; not a
+            mapping; an unknown key.
 
     """
     import yaml
 
+    class _NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"alias *{event.anchor} (aliases are not accepted in config "
+                    "files: write the value out)", event.start_mark)
+            return super().compose_node(parent, index)
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES:,} bytes",
+                          hint="a settings file is a few lines")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {e.start}: "
+                          f"{raw[e.start:e.start + 1]!r})") from None
+    try:
+        data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         line = f" line {where.line + 1}" if where is not None else ""
@@ -250,6 +274,10 @@ def load_config_file(path: str) -> dict[str, Any]:
                           f"level, got {type(data).__name__}")
     _check_keys(data, where=f"config file {path}")
     return data
+
+
+# Config files larger than this are refused (a settings file is a few hundred bytes).
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def _check_keys(values: Mapping[str, Any], *, where: str) -> None:

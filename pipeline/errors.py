@@ -8,9 +8,11 @@ Exit codes (documented in the README):
 | 1 | ``compare`` raised an alarm |
 | 2 | bad usage, configuration or input data (:class:`InputError`, :class:`ConfigError`,
   :class:`SignatureMismatchError`) |
-| 3 | the output already exists and ``--overwrite`` was not given (:class:`OutputExistsError`) |
+| 3 | the output is in the way: a complete output and no ``--overwrite``, anything else than
+  a complete overlap output, another run holding its lock (:class:`OutputExistsError`) |
 | 4 | an execution failure outside the input's control: Ray, workers, storage
   (:class:`ExecutionError`) |
+| 130, 143 | stopped by Ctrl-C or SIGTERM (the CLI, after clean-up) |
 
 Every class takes ``(message, *, keyword=...)`` so that it survives pickling through Ray
 (``BaseException.__reduce__`` re-calls the class with ``self.args``).
@@ -72,7 +74,11 @@ class SignatureMismatchError(InputError):
 
 
 class OutputExistsError(PipelineError):
-    """A complete output already exists at the destination and overwriting was not asked."""
+    """The output is in the way (exit 3).
+
+    A complete run without overwrite, anything that is not a complete overlap output,
+    another run's lock, or a staged file of another run.
+    """
 
     exit_code = 3
 

@@ -12,6 +12,27 @@ if TYPE_CHECKING:
     from pipeline.compare import Comparison
 
 _ALARM = "#c0392b"
+# Matplotlib's config and font cache directory for this process (see below).
+_MPL_DIR: str | None = None
+
+
+def _private_matplotlib_dirs() -> None:
+    """Point matplotlib's config/cache dir at a private temp dir, unless the user set one.
+
+    Without it matplotlib writes ``~/.config/matplotlib`` and ``~/.cache/matplotlib`` (its
+    font list) in the user's home. Must run before matplotlib is imported; the directory
+    is removed when the process exits.
+    """
+    global _MPL_DIR
+    if os.environ.get("MPLCONFIGDIR") or _MPL_DIR is not None:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    _MPL_DIR = tempfile.mkdtemp(prefix="overlap-mpl-")
+    os.environ["MPLCONFIGDIR"] = _MPL_DIR
+    atexit.register(shutil.rmtree, _MPL_DIR, ignore_errors=True)
 _CALM = "#2e6f9e"
 
 
@@ -36,6 +57,7 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
         InputError: the file cannot be written.
 
     """
+    _private_matplotlib_dirs()
     import matplotlib
 
     matplotlib.use("Agg", force=True)

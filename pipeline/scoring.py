@@ -23,12 +23,12 @@ from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
 from pipeline.metrics.base import MetricSpec, reference_lists, text_list
 from pipeline.metrics.rouge import SentenceSplitWarning, ZeroTokenWarning
-from pipeline.values import as_choice, as_names, as_opt_int, as_option
+from pipeline.values import as_choice, as_names, as_opt_int, as_option, as_str
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 ON_LONG_TEXT = ("truncate", "error")
 # Keys of ScoringSettings besides the family options (registry.options()).
-SCORING_KEYS = ("metrics", "max_tokens", "threshold", "on_long_text")
+SCORING_KEYS = ("metrics", "rouge155", "max_tokens", "threshold", "on_long_text")
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,7 @@ class ScoringSettings:
         object.__setattr__(self, "options", tuple((o.key, full[o.key])
                                                   for o in registry.options()))
         self.specs()  # unknown metric names, option values a family refuses
+        self.signature_fields()  # families that cannot share one signature
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be a whole number >= 1, not {self.max_tokens!r}")
         seen: set[str] = set()
@@ -188,7 +189,15 @@ class ScoringSettings:
         kw: dict[str, Any] = {}
         options: dict[str, Any] = {}
         declared = {o.key: o for o in registry.options()}
+        if values.get("rouge155") is not None:
+            # ROUGE-1.5.5's flags set the metrics and the options they stand for
+            from pipeline.metrics.rouge155 import parse_rouge155_flags
+
+            metrics, implied, _ = parse_rouge155_flags(as_str("rouge155", values["rouge155"]))
+            values = {**values, "metrics": metrics, **implied}
         for key, value in values.items():
+            if key == "rouge155":
+                continue
             if key == "metrics":
                 kw["metrics"] = as_names(key, value)
             elif key == "max_tokens":
@@ -229,7 +238,7 @@ class ScoringSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML/JSON values keyed as in the config file."""
-        return {"metrics": list(self.metrics), **dict(self.options),
+        return {"metrics": list(self.metrics), "rouge155": None, **dict(self.options),
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
 

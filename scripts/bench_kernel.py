@@ -3,8 +3,8 @@
 Measures pairs per second on ONE core (the process is pinned to one CPU and rouge-score-rs
 gets RAYON_NUM_THREADS=1) for rouge1+rouge2+rougeL+rougeLsum, with and without stemming, on
 three corpus shapes, checks that all three implementations return the same floats, and
-prints a table with ratios. Then times a pair of 10,000-token texts (rougeL + rougeLsum)
-and reports its peak memory.
+prints a table with ratios. Then times a pair of 10,000-token texts and one of
+100,000-token texts (rougeL + rougeLsum) and reports their peak memory.
 
 Corpora are resampled from real summaries: ../shared/data when present, else the bundled
 REALSumm set.
@@ -143,25 +143,30 @@ def flatten_ours(tables, n) -> np.ndarray:
     return np.stack(cols, axis=1)[:n]
 
 
-def long_pair(n_tokens: int) -> None:
+def long_pair(n_tokens: int, *, vocab_size: int = 2000, repeats: int = 1) -> None:
     """Score one pair of n_tokens-token single-line texts (rougeL + rougeLsum)."""
     import resource
 
     from pipeline import Scorer
 
     rng = np.random.default_rng(1)
-    vocab = [f"w{i}" for i in range(2000)]
-    a = " ".join(vocab[i] for i in rng.integers(0, 2000, n_tokens))
-    b = " ".join(vocab[i] for i in rng.integers(0, 2000, n_tokens))
+    vocab = [f"w{i}" for i in range(vocab_size)]
+    a = " ".join(vocab[i] for i in rng.integers(0, vocab_size, n_tokens))
+    b = " ".join(vocab[i] for i in rng.integers(0, vocab_size, n_tokens))
     scorer = Scorer(metrics=("rougeL", "rougeLsum"))
     scorer.score_batch(["w1 w2"], [["w2 w1"]])  # compile outside the timing
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
-    res = scorer.score_batch([a], [[b]]).table
-    dt = time.perf_counter() - t0
+    times, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = scorer.score_batch([a], [[b]]).table
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{n_tokens:,}-token pair, rougeL + rougeLsum: {dt:.3f} s, peak RSS "
-          f"{after / 1024:.0f} MiB (grew {max(after - before, 0) / 1024:.0f} MiB); "
+    spread = f" (min {min(times):.3f}, max {max(times):.3f}, {repeats} runs)" if repeats > 1 else ""
+    print(f"{n_tokens:,}-token pair ({vocab_size:,}-word vocabulary), rougeL + rougeLsum: "
+          f"{statistics.median(times):.3f} s{spread}, CPU {statistics.median(cpu):.3f} s, "
+          f"peak RSS {after / 1024:.0f} MiB (grew {max(after - before, 0) / 1024:.0f} MiB); "
           f"rougeL F={res.column('rougeL_fmeasure')[0].as_py():.4f}")
 
 
@@ -178,6 +183,7 @@ def main() -> int:
     if args.quick:
         sizes = {k: v // 5 for k, v in sizes.items()}
     long_pair(10_000)  # first, so that its memory growth is not hidden by earlier peaks
+    long_pair(100_000, vocab_size=20_000, repeats=args.repeats)
     run_ours(["warm up"], [["warm up"]], True)  # numba compile / cache load
     rows = []
     for shape in ("short", "long", "multiref"):

@@ -28,8 +28,12 @@
 #   REPORT        REPORT=1 also writes the HTML report of tonight's run against the baseline,
 #                 COMPARE_DIR/report.html (overlap report; a failure is reported, not fatal)
 #
+# Rerunning a night (same RUN_DATE and RUN_ID) resumes it: a score that finished is reused,
+# an interrupted one resumes from its staging directory, and the comparison (and what
+# follows it) is done again. ROOT may hold any characters (spaces, '[', '*', ...).
+#
 # Exit codes: 0 no alarm, or a first run with nothing to compare with; 1 alarm; 2 bad usage
-# or input; 3 or 4 as overlap score (output exists; execution failure).
+# or input; 3 or 4 as overlap score (output held by another run; execution failure).
 set -uo pipefail
 
 usage() {
@@ -39,6 +43,7 @@ usage() {
 
 [[ $# -ge 2 && $# -le 3 ]] || usage
 ROOT=${1%/}
+[[ $ROOT == -* ]] && ROOT=./$ROOT  # never taken for an option by find
 PREDICTIONS=$2
 REFERENCES=${3:-}
 read -r -a OVERLAP_CMD <<< "${OVERLAP:-overlap}"
@@ -61,16 +66,21 @@ fi
 RUN_DIR="$ROOT/run_date=$RUN_DATE/run_id=$RUN_ID"
 COMPARE_DIR="$ROOT/compare/run_date=$RUN_DATE/run_id=$RUN_ID"
 
-# 1. Score tonight's predictions.
-score=("${OVERLAP_CMD[@]}" score "$PREDICTIONS")
-[[ -n $REFERENCES ]] && score+=(--references "$REFERENCES")
-score+=(--output "$RUN_DIR" --run-id "$RUN_ID" "${SCORE_EXTRA[@]}")
-echo "nightly: scoring into $RUN_DIR" >&2
-"${score[@]}"
-rc=$?
-if [[ $rc -ne 0 ]]; then
-    echo "nightly: overlap score failed (exit $rc); no comparison" >&2
-    exit "$rc"
+# 1. Score tonight's predictions (reused when this night's run already finished).
+if [[ -f $RUN_DIR/_SUCCESS ]]; then
+    echo "nightly: reusing the finished run $RUN_DIR" >&2
+else
+    score=("${OVERLAP_CMD[@]}" score "$PREDICTIONS")
+    [[ -n $REFERENCES ]] && score+=(--references "$REFERENCES")
+    score+=(--output "$RUN_DIR" --run-id "$RUN_ID" "${SCORE_EXTRA[@]}")
+    echo "nightly: scoring into $RUN_DIR" >&2
+    "${score[@]}"
+    rc=$?
+    if [[ $rc -ne 0 ]]; then
+        echo "nightly: overlap score failed (exit $rc); no comparison; to resume, run again" \
+             "with RUN_DATE=$RUN_DATE RUN_ID=$RUN_ID" >&2
+        exit "$rc"
+    fi
 fi
 
 # 1b. Publish tonight's run to warehouse tables (only when PUBLISH_ARGS is set).
@@ -88,9 +98,10 @@ fi
 # 2. Find the last successful run before this one.
 last_successful() {
     local marker dir date stamp
-    find "$ROOT" -mindepth 3 -maxdepth 3 -type f -name _SUCCESS \
-        -path "$ROOT/run_date=*/run_id=*/_SUCCESS" -print0 2>/dev/null |
+    # ROOT is matched as a literal prefix (quoted), never as a pattern
+    find "$ROOT" -mindepth 3 -maxdepth 3 -type f -name _SUCCESS -print0 2>/dev/null |
     while IFS= read -r -d '' marker; do
+        [[ ${marker#"$ROOT/"} == run_date=*/run_id=*/_SUCCESS ]] || continue
         dir=${marker%/_SUCCESS}
         [[ $dir == "$RUN_DIR" ]] && continue
         date=${dir#"$ROOT/run_date="}
@@ -123,6 +134,12 @@ fi
 case $rc in
     0) echo "nightly: no alarm" >&2 ;;
     1) echo "nightly: ALARM: read $COMPARE_DIR/compare.json and the examples that moved" >&2 ;;
-    *) echo "nightly: overlap compare failed (exit $rc)" >&2 ;;
+    *) echo "nightly: overlap compare failed (exit $rc); to redo it, run again with" \
+            "RUN_DATE=$RUN_DATE RUN_ID=$RUN_ID" >&2
+       exit "$rc" ;;
 esac
+
+# Publishing (PUBLISH_ARGS) is step 1b, right after scoring: tonight's run is in the tables
+# whatever the comparison finds, and a rerun publishes again (writing only what is missing).
+
 exit "$rc"

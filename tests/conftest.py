@@ -22,13 +22,21 @@ def shared_dir() -> Path:
 def local_ray():
     """A local Ray instance for the whole session (reused if one is already running).
 
-    Two CPUs, on the loopback address 127.0.0.2 (see ``pipeline.engine.ray_runner``).
+    Two CPUs, listening on 127.0.0.1 only, with a token (see ``pipeline.engine.ray_runner``).
     """
-    ray = pytest.importorskip("ray")
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed")
     from pipeline.engine.ray_runner import LocalRay
 
     had_token = TOKEN.exists()
-    started = None if ray.is_initialized() else LocalRay(num_cpus=2)
+    # LocalRay imports ray first (an earlier import would make it fall back to 127.0.0.2)
+    running = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+    started = None if running else LocalRay(num_cpus=2)
+    import ray
+
     yield ray
     if started is not None:
         started.shutdown()

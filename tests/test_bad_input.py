@@ -530,3 +530,50 @@ def test_a_failed_run_leaves_the_previous_complete_output_byte_identical(tmp_pat
         assert tree_digest(out) == before
         assert (out / "_SUCCESS").read_text() == "good\n"
         assert not [q.name for q in tmp_path.iterdir() if q.name.startswith(".out.")]
+
+
+# --- types the pipeline cannot take (issue 12) ---------------------------------------------
+
+def test_uint64_ids_above_int64_are_refused_naming_the_file(tmp_path):
+    ids = pa.array([1, 2**63 + 5], pa.uint64())
+    pred = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ids, "prediction": ["a b", "c"],
+                             "references": [["a b"], ["c"]]}), pred)
+    out = tmp_path / "out"
+    assert_refused(overlap_score(str(pred), "--output", str(out)), out,
+                   "column 'id'", str(pred), "uint64", "int64")
+
+
+def test_uint64_ids_that_fit_are_scored(tmp_path):
+    pred = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.uint64()), "prediction": ["a b", "c"],
+                             "references": [["a b"], ["c"]]}), pred)
+    result = overlap_score(str(pred), "--output", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert examples(tmp_path / "out")["id"] == [1, 2]
+
+
+@pytest.mark.parametrize("column", ["rouge1_fmeasure", "rougeL_reference_index", "n_references",
+                                    "truncated", "run_id", "metric", "mean", "scope"])
+def test_group_by_a_column_named_like_an_output_column_is_refused(tmp_path, column):
+    pred = write(tmp_path / "p.parquet", id=["a", "b"], prediction=["x", "y"],
+                 references=[["x"], ["y"]], **{column: ["s", "t"]})
+    out = tmp_path / "out"
+    assert_refused(overlap_score(pred, "--output", str(out), "--group-by", column), out,
+                   "cannot group by", repr(column))
+
+
+@pytest.mark.parametrize("values", [
+    pa.array([["a"], ["b"]], pa.list_(pa.string())),
+    pa.array([{"x": 1}, {"x": 2}], pa.struct([("x", pa.int64())])),
+    pa.array([[("k", 1)], [("k", 2)]], pa.map_(pa.string(), pa.int64())),
+])
+def test_group_by_a_nested_column_is_refused_and_keeping_it_works(tmp_path, values):
+    pred = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "prediction": ["x", "y"],
+                             "references": [["x"], ["y"]], "meta": values}), pred)
+    out = tmp_path / "out"
+    assert_refused(overlap_score(str(pred), "--output", str(out), "--group-by", "meta"), out,
+                   "cannot group by column 'meta' of type", "--keep-columns")
+    result = overlap_score(str(pred), "--output", str(out), "--keep-columns", "meta")
+    assert result.exit_code == 0, result.output

@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_default_yaml_documents_every_setting_with_its_default():
     text = (ROOT / "configs" / "default.yaml").read_text()
-    keys = re.findall(r"^([a-z_]+):", text, flags=re.M)
+    keys = re.findall(r"^([a-z_0-9]+):", text, flags=re.M)
     assert sorted(keys) == sorted(CONFIG_KEYS)
     # Every key has a comment right above it.
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if re.match(r"^[a-z_]+:", line):
+        if re.match(r"^[a-z_0-9]+:", line):
             assert lines[i - 1].startswith("#"), f"{line!r} has no comment"
     assert resolve_config(load_config_file(str(ROOT / "configs" / "default.yaml"))) \
         == ScoreConfig()
@@ -122,3 +122,38 @@ def test_address_falls_back_to_ray_address(monkeypatch):
     assert ScoreConfig(address="head:1").resolved_address() == "head:1"
     monkeypatch.delenv("RAY_ADDRESS")
     assert ScoreConfig().resolved_address() is None
+
+
+def _refused(tmp_path, content: bytes) -> str:
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_bytes(content)
+    result = CliRunner().invoke(main, ["signature", "--config", str(cfg)])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.output
+    return result.stderr
+
+
+def test_yaml_aliases_are_refused_before_they_expand(tmp_path):
+    # "billion laughs": 9 levels of 9 aliases would be 9**9 strings once expanded
+    lines = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]"
+                                   for i in range(1, 10)]
+    doc = "runtime_env:\n" + "\n".join("  " + line for line in lines) + "\n"
+    err = _refused(tmp_path, doc.encode())
+    assert "line 3" in err and "alias *a0" in err
+
+
+def test_a_config_file_over_the_size_limit_is_refused(tmp_path):
+    from pipeline.config import MAX_CONFIG_BYTES
+
+    err = _refused(tmp_path, b"# " + b"x" * MAX_CONFIG_BYTES + b"\nseed: 1\n")
+    assert "larger than 1,048,576 bytes" in err
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
+    err = _refused(tmp_path, "seed: 1\ntokenizer: caf\u00e9\n".encode("latin-1"))
+    assert "is not UTF-8 text (byte 22: " in err

@@ -108,7 +108,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_results_equal_a_clean_run(
     assert killed != retried and not _alive(killed)
     where = {e["partition"]: e["where"] for e in run.manifest["outputs"]["examples"]}
     assert where[1]["pid"] == retried  # the partition was written by the replacement
-    assert where[1]["node_ip"] == "127.0.0.2"
+    assert where[1]["node_ip"] == "127.0.0.1"
     assert run.manifest["engine"]["engine"] == "ray"
     assert run.manifest["stages"]["score"] == {"partitions_run": 4, "partitions_reused": 0}
     assert_same_results(tmp_path / "run", clean_run)
@@ -232,11 +232,14 @@ def test_a_crash_after_the_last_partition_resumes_without_reading_any_input(
 
 
 def test_a_write_cut_short_is_never_published(tmp_path):
-    from pipeline.io.write import OutputDir, write_text
+    import pyarrow as pa
+
+    from pipeline.io.write import OutputDir, write_parquet
 
     out = OutputDir(str(tmp_path / "run"), overwrite=False, key="k")
     assert out.prepare(run_id="r") is False
-    write_text("complete", out.staged("examples/part-00000.parquet"))
+    write_parquet(pa.table({"x": [1]}), out.staged("examples/part-00000.parquet"),
+                  metadata={b"overlap.run_id": b"r"})
     (Path(out.staged("examples").path) / ".part-00001.parquet.tmp").write_text("half")
     out.publish(run_id="r")
     assert sorted(p.name for p in (tmp_path / "run" / "examples").iterdir()) == [

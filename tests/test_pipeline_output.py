@@ -80,14 +80,16 @@ def test_complete_output_is_refused_without_overwrite(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
-def test_incomplete_output_is_replaced_and_foreign_dirs_are_refused(tmp_path):
+def test_only_a_complete_overlap_output_is_ever_replaced(tmp_path):
     (tmp_path / "run" / "examples").mkdir(parents=True)
     (tmp_path / "run" / "examples" / "part-00000.parquet").write_text("half written")
-    assert _run(tmp_path)[0] == 0  # no _SUCCESS: not a complete run, replaced
+    code, _, err = _run(tmp_path, "run", "--overwrite")  # no manifest, no _SUCCESS
+    assert code == 3 and "is not a complete overlap output (it holds examples/, " \
+        "examples/part-00000.parquet)" in err
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "thesis.tex").write_text("precious")
     code, _, err = _run(tmp_path, "home", "--overwrite")
-    assert code == 3 and "not an overlap output" in err
+    assert code == 3 and "not a complete overlap output (it holds thesis.tex)" in err
     assert (tmp_path / "home" / "thesis.tex").read_text() == "precious"
 
 

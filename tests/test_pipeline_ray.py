@@ -56,7 +56,7 @@ def ray_run(local_ray, tmp_path_factory) -> tuple[Path, str, str]:
 
 def test_ray_is_on_loopback(local_ray):
     nodes = [n for n in local_ray.nodes() if n["Alive"]]
-    assert [n["NodeManagerAddress"] for n in nodes] == ["127.0.0.2"]
+    assert [n["NodeManagerAddress"] for n in nodes] == ["127.0.0.1"]
 
 
 def test_per_example_values_equal_rouge_score(ray_run):

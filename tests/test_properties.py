@@ -12,13 +12,16 @@ from rouge_score import rouge_scorer
 
 from pipeline import Scorer
 from pipeline.metrics.lcs import (
+    build_long_masks,
     build_masks,
     clear_masks,
     lcs_length,
     lcs_length_bits,
+    lcs_length_long,
     lcs_mark,
     lcs_mark_bits,
     lcs_mark_bits_ckpt,
+    lcs_mark_long,
 )
 
 from . import reference_rouge
@@ -135,6 +138,14 @@ def test_lcs_invariants_and_kernels_agree(a, b):
     assert list(np.flatnonzero(mark[:n])) == want
     mark = np.zeros(max(n, 1), dtype=np.bool_)
     lcs_mark_bits_ckpt(tokens, 0, n, n, m, loc, masks, mark)
+    assert list(np.flatnonzero(mark[:n])) == want
+    clear_masks(tokens, n, m, loc)
+    assert (loc == -1).all()
+    # linear-memory masks (some tokens whole masks, the others position lists)
+    long_masks = build_long_masks(tokens, n, m, loc)
+    assert lcs_length_long(tokens, 0, n, m, loc, long_masks) == length
+    mark = np.zeros(max(n, 1), dtype=np.bool_)
+    lcs_mark_long(tokens, 0, n, n, m, loc, long_masks, mark)
     assert list(np.flatnonzero(mark[:n])) == want
     clear_masks(tokens, n, m, loc)
     assert (loc == -1).all()

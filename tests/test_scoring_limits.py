@@ -49,3 +49,30 @@ def test_a_million_token_text_is_cut_quickly_not_a_memory_blow_up():
     row = out.table.to_pylist()[0]
     assert row["rougeL_prediction_units"] == 20_000 and row["rouge1_reference_units"] == 3
     assert all(np.isfinite(v) for v in row.values())
+
+
+def _known_lcs_pair(n_tokens, *, seed):
+    """A text of n_tokens words and a copy with 1% of its words deleted and 1% new words
+    inserted: their LCS is exactly the words kept (new words match nothing)."""
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{i}" for i in range(20_000)])
+    a = rng.choice(words, n_tokens)
+    keep = rng.random(n_tokens) > 0.01
+    b = list(a[keep])
+    for k, pos in enumerate(sorted(rng.integers(0, len(b), n_tokens // 100), reverse=True)):
+        b.insert(int(pos), f"new{k}")
+    return " ".join(a), b, int(keep.sum())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_lines", [1, 3])
+def test_100k_token_texts_take_the_linear_memory_bit_kernels(n_lines):
+    """Past ~52,000 tokens whole match masks no longer fit; the long kernels give the LCS
+    built into the pair (one line, and a reference cut into lines for rougeLsum's union)."""
+    prediction, reference_words, want = _known_lcs_pair(100_000, seed=n_lines)
+    reference = "\n".join(" ".join(chunk) for chunk in
+                          np.array_split(np.array(reference_words), n_lines))
+    row = Scorer(metrics=("rougeL", "rougeLsum")).score_batch(
+        [prediction, "w1 w2"], [[reference], ["w2 w1"]]).table.to_pylist()[0]
+    assert row["rougeL_matches"] == want and row["rougeLsum_matches"] == want
+    assert row["rougeL_prediction_units"] == 100_000

@@ -8,6 +8,7 @@ error's code (2 bad usage or input, 3 output exists, 4 execution failure).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -67,6 +68,10 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--metrics", metavar="NAME[,NAME]",
                      help=f"Comma-separated metrics: {_names_help(registry.names())}.  "
                           f"[default: {','.join(DEFAULT_METRICS)}]"),
+        click.option("--rouge155", metavar="FLAGS",
+                     help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 "
+                          "-2 4 -U -m -f A\"): sets the metrics and options the script "
+                          "would use (tokenizer rouge155); see the README."),
         *(_family_option(o) for o in registry.options()),
         click.option("--max-tokens", type=int, metavar="N",
                      help="Cut texts longer than N tokens before ROUGE (signature "
@@ -102,6 +107,16 @@ def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
 
     file_values = load_config_file(config_file) if config_file else None
     return resolve_config(file_values, flags)
+
+
+def _rouge155_mapping(flags: str) -> list[str]:
+    """What ROUGE-1.5.5 flags stand for, as lines (notes on ignored flags first)."""
+    from pipeline.metrics.rouge155 import parse_rouge155_flags
+
+    metrics, options, notes = parse_rouge155_flags(flags)
+    return [f"note: {n}" for n in notes] + [
+        f"rouge155 {flags!r} -> metrics: {','.join(metrics)}",
+        "  options: " + ", ".join(f"{k}={v}" for k, v in options.items())]
 
 
 @main.command("score")
@@ -163,9 +178,15 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     progress = _Progress() if sys.stderr.isatty() else None
     try:
         config = _settings(config_file, flags)
-        run = score(predictions, references=references, output=output, config=config,
-                    run_id=run_id, overwrite=overwrite,
-                    progress=progress.update if progress else None)
+        if flags.get("rouge155"):
+            for line in _rouge155_mapping(flags["rouge155"])[:-2]:
+                click.echo(line, err=True)
+        # Only the result goes to stdout: whatever prints during the run (Ray reports a
+        # task's retry, with its traceback, on stdout) goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            run = score(predictions, references=references, output=output, config=config,
+                        run_id=run_id, overwrite=overwrite,
+                        progress=progress.update if progress else None)
     except PipelineError as err:
         if progress:
             progress.clear()
@@ -183,9 +204,14 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
 @click.pass_context
 def signature_command(ctx: click.Context, config_file: str | None, n_references: str,
                       **flags: Any) -> None:
-    """Print the signature of a scoring configuration (as written on every result)."""
+    """Print the signature of a scoring configuration (as written on every result).
+
+    With --rouge155, first what the script's flags stand for (metrics and options).
+    """
     try:
         config = _settings(config_file, flags)
+        if flags.get("rouge155"):
+            click.echo("\n".join(_rouge155_mapping(flags["rouge155"])))
         if n_references != "var" and not (n_references.isdigit() and int(n_references) > 0):
             raise click.BadParameter("expected a positive integer or 'var'",
                                      param_hint="--n-references")

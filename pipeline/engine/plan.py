@@ -117,7 +117,12 @@ def make_plan(predictions: str, references: str | None, config: ScoreConfig) -> 
     if references is not None:
         ref_files = tuple(read_footers(list_parquet_files(references, what="references"),
                                        what="references"))
-    spec = resolve_inputs(config, pred_files, ref_files if references is not None else None)
+    written = {t.column for t in config.thresholds}
+    for metric in config.scoring.specs():
+        written.update((*metric.measure_columns, *metric.statistic_columns,
+                        f"{metric.name}_reference_index"))
+    spec = resolve_inputs(config, pred_files, ref_files if references is not None else None,
+                          written_columns=written)
     pred_rows = sum(f.num_rows for f in pred_files)
     if pred_rows == 0:
         raise InputError(f"predictions: {predictions} holds no rows "

@@ -3,28 +3,41 @@
 Intermediate tables stay in Ray's object store (spilled to disk under its temp dir when
 memory runs short).
 
-A local instance is started quietly: no dashboard, no usage stats, logging at ERROR, token
-authentication off for this embedded single-machine instance (so no token file is written
-to the user's home), its own temp dir under the system temp dir, and the loopback address
-127.0.0.2 (Ray rewrites 127.0.0.1 to the host's network address; see RAY_NOTES). A cluster is
-reached by address (``--address`` or ``RAY_ADDRESS``), keeping the cluster's own settings
-(token authentication included). ``ray`` is imported only here, inside functions.
+A local instance is started quietly (no dashboard, no usage stats, logging at ERROR) and
+closed to the network: every Ray process listens on 127.0.0.1 only, and token
+authentication is on with a fresh random token kept in the instance's own temp dir (never
+in the user's home), so other users of the machine cannot submit work to it either. See
+:class:`LocalRay`. A cluster is reached by address (``--address`` or ``RAY_ADDRESS``),
+keeping the cluster's own settings (token authentication included). ``ray`` is imported
+only here, inside functions.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
+import signal
+import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pipeline.errors import ExecutionError, PipelineError
 
-LOOPBACK_ADDRESS = "127.0.0.2"
-# Environment of a quiet embedded instance (inherited by the processes Ray starts).
-_LOCAL_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# Ray binds its servers to 127.0.0.1 only when that is the node's address, and rewrites
+# 127.0.0.1 to the host's network address unless clusters are off
+# (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, Ray's default on macOS and Windows), a setting Ray
+# reads once, when it is first imported. When Ray was imported before (a notebook), the
+# instance falls back to another loopback address, where Ray listens on every interface:
+# the token then keeps strangers out.
+LOOPBACK_ADDRESS = "127.0.0.1"
+FALLBACK_ADDRESS = "127.0.0.2"
+_CLUSTERS_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+AUTH_TOKEN_FILE = "auth_token"
+
 # Retries of a task before the run fails: after a lost worker or node (Ray's system
 # failures), or a transient error raised by the task itself.
 MAX_RETRIES = 3
@@ -34,17 +47,45 @@ MAX_RETRIES = 3
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ExecutionError, OSError)
 
 
-def _import_ray() -> Any:
+def _import_ray(*, local: bool = False) -> Any:
+    """Import ray; ``local``: first tell Ray (if not imported yet) to keep to loopback.
+
+    The setting is read once, at import, and is taken out of the environment again at
+    once, so that no process started later (``ray start``, a user's subprocess) inherits it.
+    """
+    saved = os.environ.get(_CLUSTERS_VAR)
+    if local and "ray" not in sys.modules:
+        os.environ[_CLUSTERS_VAR] = "0"
     try:
         import ray
     except ImportError:
         raise ExecutionError("the ray engine needs Ray", hint="pip install 'ray[data]' or use "
                              "--engine local") from None
+    finally:
+        if saved is None:
+            os.environ.pop(_CLUSTERS_VAR, None)
+        else:
+            os.environ[_CLUSTERS_VAR] = saved
     return ray
+
+
+def _loopback_only() -> bool:
+    """True when this process's Ray keeps a local node on 127.0.0.1 (see LOOPBACK_ADDRESS)."""
+    from ray._private import ray_constants
+
+    return not getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
 
 
 class LocalRay:
     """A Ray instance started by this process, and what is needed to stop it cleanly.
+
+    The instance listens on loopback only and requires a token: a random 256-bit token in
+    ``private/auth_token`` (modes 0700 and 0600) inside its own temp dir
+    (``$TMPDIR/overlap-ray-*``, or ``/tmp/overlap-ray-*`` when ``$TMPDIR`` is too deep for
+    Ray's socket paths), named to Ray by ``RAY_AUTH_TOKEN_PATH`` for this instance only. Nothing is
+    written to the user's home. Handlers of SIGTERM and SIGINT in place before the start
+    are put back after it (Ray's own would exit the process without letting the caller
+    clean up).
 
     Args:
         num_cpus: CPUs to give the instance; None means every CPU of this machine.
@@ -55,18 +96,47 @@ class LocalRay:
     """
 
     def __init__(self, *, num_cpus: int | None = None) -> None:
-        ray = _import_ray()
-        self._saved_env = {k: os.environ.get(k) for k in _LOCAL_ENV}
-        os.environ.update(_LOCAL_ENV)
-        self.temp_dir = tempfile.mkdtemp(prefix="overlap-ray-")
+        self.temp_dir = tempfile.mkdtemp(prefix="overlap-ray-", dir=_temp_root())
+        # Ray makes its temp dir world-writable (0777): the token lives in a private subdir
+        private = os.path.join(self.temp_dir, "private")
+        os.mkdir(private, 0o700)
+        token_path = os.path.join(private, AUTH_TOKEN_FILE)
+        fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+        # Ray reads some of these when it is imported: set them first.
+        env: dict[str, str | None] = {
+            "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": None,  # it would win over the file
+            "RAY_AUTH_TOKEN_PATH": token_path,
+            # Ray's C++ handler of SIGTERM prints a stack dump and aborts the driver
+            # before any clean-up; the caller's handler is used instead
+            "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+        self._saved_env = {k: os.environ.get(k) for k in env}
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        try:
+            ray = _import_ray(local=True)
+        except ExecutionError:
+            self._cleanup()
+            raise
         self.num_cpus = num_cpus or os.cpu_count() or 1
+        self.node_ip_address = LOOPBACK_ADDRESS if _loopback_only() else FALLBACK_ADDRESS
+        handlers = _signal_handlers()
         try:
             ray.init(num_cpus=self.num_cpus, include_dashboard=False,
                      logging_level=logging.ERROR, log_to_driver=False,
-                     _temp_dir=self.temp_dir, _node_ip_address=LOOPBACK_ADDRESS)
-        except Exception as e:  # noqa: BLE001 - any start-up failure is an execution error
-            self._cleanup()
+                     _temp_dir=self.temp_dir, _node_ip_address=self.node_ip_address)
+        except BaseException as e:
+            self.shutdown()
+            if not isinstance(e, Exception):
+                raise  # Ctrl-C, SIGTERM: stopped, not failed
             raise ExecutionError(f"could not start a local Ray instance: {e}") from None
+        finally:
+            _restore_signal_handlers(handlers)
 
     def shutdown(self) -> None:
         """Stop the instance (only the processes it started) and delete its temp dir."""
@@ -83,6 +153,35 @@ class LocalRay:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# Ray puts Unix sockets at TEMP/session_<date>_<time>_<pid>/sockets/plasma_store, and a
+# socket path has at most 107 bytes.
+_SOCKET_PATH_MAX = 107
+_SOCKET_SUFFIX = len("/overlap-ray-xxxxxxxx/session_2026-01-01_00-00-00_000000_4194304"
+                     "/sockets/plasma_store")
+
+
+def _temp_root() -> str:
+    """The system temp dir, or /tmp when the former is too deep for Ray's socket paths."""
+    root = tempfile.gettempdir()
+    if len(os.fsencode(root)) + _SOCKET_SUFFIX > _SOCKET_PATH_MAX and os.path.isdir("/tmp"):
+        return "/tmp"
+    return root
+
+
+def _signal_handlers() -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _restore_signal_handlers(handlers: Mapping[int, Any]) -> None:
+    # Always set again: Ray's core worker installs its own C-level handlers (a SIGTERM
+    # makes it print a stack dump and abort), which Python's getsignal does not see.
+    for s, handler in handlers.items():
+        if handler is not None:
+            signal.signal(s, handler)
 
 
 # How long to wait for a cluster address to accept a connection before giving up (Ray's
@@ -145,13 +244,18 @@ class RayRunner:
 
     def __init__(self, *, address: str | None = None, num_cpus: int | None = None,
                  runtime_env: Mapping[str, Any] | None = None) -> None:
-        ray = _import_ray()
-        self._ray = ray
         self._local: LocalRay | None = None
         self._connected = False
         self._remotes: dict[tuple[Callable[..., Any], int], Any] = {}
         self.address = address
-        if ray.is_initialized():
+        # ray is imported by LocalRay when it starts one (it sets Ray's environment first)
+        running = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+        if not running and not address:
+            self._local = LocalRay(num_cpus=num_cpus)
+            self.address = None
+        ray = _import_ray()
+        self._ray = ray
+        if running:
             self.address = "(existing connection)"
         elif address:
             _check_reachable(address)
@@ -162,9 +266,6 @@ class RayRunner:
                 raise ExecutionError(f"could not connect to the Ray cluster at {address}: "
                                      f"{e}") from None
             self._connected = True
-        else:
-            self._local = LocalRay(num_cpus=num_cpus)
-            self.address = None
 
     def _remote(self, fn: Callable[..., Any], num_returns: int) -> Any:
         key = (fn, num_returns)

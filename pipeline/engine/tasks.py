@@ -235,7 +235,7 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
                else spec.reference_read_columns)
     table = read_row_groups(unit.uri, unit.row_groups, columns)
     check_utf8(table, spec, uri=unit.uri, side=unit.side)
-    table = normalize(table, spec, side=unit.side)
+    table = normalize(table, spec, side=unit.side, uri=unit.uri)
     ids = table.column(spec.id_column)
     if ids.null_count:
         raise InputError(f"{unit.side}: {unit.uri} has {ids.null_count} null ids in column "

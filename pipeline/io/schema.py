@@ -14,7 +14,7 @@ ids as ``large_string`` or ``int64``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +34,9 @@ TEXT_COLUMN = "prediction"
 TRUNCATED_COLUMN = "truncated"
 # Names the pipeline writes itself; ride-along columns may not use them.
 RESERVED_COLUMNS = (RUN_ID_COLUMN, "n_references", TRUNCATED_COLUMN)
+# The columns of aggregate.parquet besides the group columns.
+AGGREGATE_COLUMNS = ("scope", "metric", "measure", "statistic", "threshold", "mean", "ci_low",
+                     "ci_high", "n_examples")
 
 
 class InputSettings(Protocol):
@@ -157,7 +160,8 @@ def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
 
 
 def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
-                   references: Sequence[InputFile] | None) -> InputSpec:
+                   references: Sequence[InputFile] | None, *,
+                   written_columns: Collection[str] = ()) -> InputSpec:
     """Check the inputs' columns against the settings and pick the reference layout.
 
     Args:
@@ -165,11 +169,16 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
         predictions: footers of the predictions files (at least one).
         references: footers of the references files, or None when the references are a
             list column of the predictions table.
+        written_columns: the metric and threshold columns the run writes into the examples
+            (besides ``run_id``, ``n_references`` and ``truncated``): no ride-along column
+            may take their names.
 
     Raises:
         InputError: a missing column (naming the file and the columns it has), a column of
-            the wrong type, or types differing between files.
-        ConfigError: a ride-along column named like an output column.
+            the wrong type, or types differing between files; a group-by column of a type
+            that does not group (lists, structs, maps).
+        ConfigError: a ride-along column named like an output column (or, for a group-by
+            column, like a column of aggregate.parquet).
 
     """
     id_col = config.id_column
@@ -216,15 +225,31 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
     carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
                                            if c not in config.group_by)
+    written = set(RESERVED_COLUMNS) | set(written_columns)
     for c in carry:
-        if c in RESERVED_COLUMNS or c in (id_col, pred_col, ref_col) \
+        if c in written or c in (id_col, pred_col, ref_col) \
                 or (config.keep_text and c == TEXT_COLUMN):
             raise ConfigError(f"cannot group by or keep column {c!r}: it is an id, text or "
-                              "output column")
+                              "output column", hint="rename it in the input")
+        if c in config.group_by and c in AGGREGATE_COLUMNS:
+            raise ConfigError(f"cannot group by column {c!r}: aggregate.parquet has a column "
+                              "of that name", hint="rename it in the input")
     carry_types = tuple(_carry_type(predictions, c) for c in carry)
+    for c, t in zip(carry, carry_types, strict=True):
+        if c in config.group_by and not _groupable(t):
+            raise InputError(f"predictions: cannot group by column {c!r} of type {t}: group "
+                             "columns hold strings, numbers, booleans, dates or times",
+                             hint="keep it with --keep-columns instead")
     return InputSpec(id_col, kind, pred_col, ref_col, layout, carry, carry_types,
                      config.keep_text, on_missing=config.on_missing,
                      on_empty_references=config.on_empty_references)
+
+
+def _groupable(t: pa.DataType) -> bool:
+    """Types whose values form groups (scalars that Arrow can hash and sort)."""
+    return (_is_text(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+            or pa.types.is_boolean(t) or pa.types.is_temporal(t) or pa.types.is_decimal(t)
+            or pa.types.is_binary(t) or pa.types.is_large_binary(t))
 
 
 def _carry_type(files: Sequence[InputFile], column: str) -> pa.DataType:
@@ -250,7 +275,7 @@ def _guess_reference_column(f: InputFile) -> str:
                      hint="name it with --reference-column")
 
 
-def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
+def normalize(table: pa.Table, spec: InputSpec, *, side: str, uri: str) -> pa.Table:
     """Cast a table read from one input file to the normalized types.
 
     ids to ``large_string``/``int64``, texts to ``large_string``, reference lists to
@@ -261,6 +286,11 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
         table: columns ``spec.prediction_read_columns`` or ``spec.reference_read_columns``.
         spec: the resolved inputs.
         side: ``predictions`` or ``references``.
+        uri: the file read, for messages.
+
+    Raises:
+        InputError: a value that does not fit the normalized type (e.g. a uint64 id above
+            2**63 - 1).
 
     """
     text_list = pa.large_list(pa.large_string())
@@ -276,7 +306,14 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str) -> pa.Table:
     columns = []
     for name, col in zip(table.column_names, table.columns, strict=True):
         target = casts.get(name)
-        columns.append(col if target is None or col.type == target else pc.cast(col, target))
+        if target is None or col.type == target:
+            columns.append(col)
+            continue
+        try:
+            columns.append(pc.cast(col, target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InputError(f"{side}: column {name!r} of {uri} ({col.type}) does not fit "
+                             f"{target}: {str(e).splitlines()[0]}") from None
     return pa.table(columns, names=table.column_names)
 
 

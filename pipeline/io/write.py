@@ -31,14 +31,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipeline.errors import ExecutionError, OutputExistsError
+from pipeline.errors import ConfigError, ExecutionError, OutputExistsError
 from pipeline.io.files import Location, locate
+from pipeline.io.lock import OutputLock
+from pipeline.io.schema import RUN_ID_KEY
 
 SUCCESS_FILE = "_SUCCESS"
 MANIFEST_FILE = "manifest.json"
 AGGREGATE_FILE = "aggregate.parquet"
 EXAMPLES_DIR = "examples"
-_OURS = (SUCCESS_FILE, MANIFEST_FILE, AGGREGATE_FILE, EXAMPLES_DIR)
 # Inside the staging directory.
 STATE_FILE = "state.json"
 COMPLETIONS_DIR = "completions"
@@ -135,11 +136,18 @@ class OutputDir:
         head, name = posixpath.split(self.final.path.rstrip("/"))
         if not name:
             raise OutputExistsError(f"refusing to write the output to {uri}")
+        if isinstance(self.final.fs, pafs.LocalFileSystem) and _within(
+                os.path.realpath(os.getcwd()), os.path.realpath(self.final.path)):
+            raise ConfigError(f"output {uri} is the current directory or above it: replacing "
+                              "it would pull it from under this shell",
+                              hint="name a new directory, e.g. --output runs/tonight")
         staging = f".{name}.overlap-staging" + (f"-{key}" if key else "")
         self.staging = Location(self.final.fs, posixpath.join(head, staging),
                                 _sibling_uri(self.final.uri, staging))
         self.key = key
         self.overwrite = overwrite
+        self.uri = uri
+        self._lock = OutputLock(self.final, output=uri)
 
     def is_complete(self) -> bool:
         """Tell whether the destination holds a published run (``_SUCCESS`` present)."""
@@ -158,7 +166,10 @@ class OutputDir:
         return None
 
     def prepare(self, *, run_id: str | None = None) -> bool:
-        """Check the destination, then resume this key's staging directory or create it.
+        """Take the output's lock, check the destination, resume or create the staging.
+
+        The lock (:class:`pipeline.io.lock.OutputLock`) is held until :meth:`publish` or
+        :meth:`release`.
 
         The staging directory is resumed when it holds the same key and ``run_id`` (the
         staged examples carry the run id); otherwise it is emptied and started afresh.
@@ -174,7 +185,12 @@ class OutputDir:
             ExecutionError: the storage refused.
 
         """
-        self._check_destination()
+        self._lock.acquire(run_id=run_id)
+        try:
+            self._check_destination()
+        except BaseException:
+            self._lock.release()
+            raise
         resume = run_id is not None and self.resumable_run_id() == run_id
         try:
             if not resume and _exists(self.staging) != pafs.FileType.NotFound:
@@ -189,22 +205,93 @@ class OutputDir:
         return resume
 
     def _check_destination(self) -> None:
+        """Refuse anything at the destination but nothing, or a complete overlap output.
+
+        Whether a directory is a complete overlap output is decided from its contents:
+        ``manifest.json`` names a run id and every file of the run, ``_SUCCESS`` holds that
+        run id, and there is nothing else. Names alone prove nothing.
+        """
         kind = _exists(self.final)
         if kind == pafs.FileType.NotFound:
             return
         if kind != pafs.FileType.Directory:
-            raise OutputExistsError(f"output {self.final.uri} exists and is not a directory")
-        if self.is_complete() and not self.overwrite:
-            raise OutputExistsError(f"output {self.final.uri} already holds a complete run",
-                                    hint="pass --overwrite to replace it")
-        entries = self.final.fs.get_file_info(pafs.FileSelector(self.final.path))
-        foreign = [posixpath.basename(e.path) for e in entries
-                   if posixpath.basename(e.path) not in _OURS]
+            raise OutputExistsError(f"output {self.uri} exists and is not a directory; "
+                                    "refusing to replace it")
+        entries = self.final.fs.get_file_info(pafs.FileSelector(self.final.path,
+                                                                recursive=True))
+        if not entries:
+            return  # an empty directory: nothing to lose
+        run_id, problem = self._complete_run(entries)
+        if problem is not None:
+            raise OutputExistsError(f"output {self.uri} exists and is not a complete overlap "
+                                    f"output ({problem}); refusing to replace it",
+                                    hint="choose a new or empty directory")
+        if not self.overwrite:
+            raise OutputExistsError(f"output {self.uri} already holds a complete run "
+                                    f"(run id {run_id})", hint="pass --overwrite to replace it")
+
+    def _complete_run(self, entries: list[pafs.FileInfo]) -> tuple[str | None, str | None]:
+        """``(run id, None)`` for a complete overlap output, else ``(None, what is there)``."""
+        root = self.final.path.rstrip("/")
+        files = {posixpath.relpath(e.path, root) for e in entries
+                 if e.type == pafs.FileType.File}
+        dirs = {posixpath.relpath(e.path, root) for e in entries
+                if e.type == pafs.FileType.Directory}
+        shown = ", ".join(sorted(files | {d + "/" for d in dirs})[:5])
+        manifest = read_json(self.final.child(MANIFEST_FILE))
+        run_id = manifest.get("run_id") if isinstance(manifest, dict) else None
+        outputs = manifest.get("outputs") if isinstance(manifest, dict) else None
+        if not isinstance(run_id, str) or not isinstance(outputs, dict):
+            return None, f"it holds {shown}{', ...' if len(files) + len(dirs) > 5 else ''}"
+        try:
+            with self.final.fs.open_input_stream(self.final.child(SUCCESS_FILE).path) as fh:
+                success = fh.read(4096).decode("utf-8", "replace").strip()
+        except OSError:
+            return None, f"an unfinished run {run_id}: no {SUCCESS_FILE}"
+        if success != run_id:
+            return None, f"{SUCCESS_FILE} of another run than its manifest's {run_id}"
+        listed = {MANIFEST_FILE, SUCCESS_FILE}
+        for entry in [*(outputs.get("examples") or []), outputs.get("aggregate")]:
+            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                listed.add(posixpath.normpath(entry["path"]))
+        foreign = sorted((files - listed) | (dirs - {EXAMPLES_DIR}))
         if foreign:
-            raise OutputExistsError(
-                f"output {self.final.uri} exists and holds files that are not an overlap "
-                f"output ({', '.join(sorted(foreign)[:5])}); refusing to replace it",
-                hint="choose a new or empty directory")
+            return None, f"files its manifest does not name: {', '.join(foreign[:5])}"
+        missing = sorted(listed - files)
+        if missing:
+            return None, f"files of run {run_id} are missing: {', '.join(missing[:5])}"
+        return run_id, None
+
+    def check_provenance(self, *, run_id: str) -> None:
+        """Check that every staged Parquet file was written by run ``run_id``.
+
+        Raises:
+            OutputExistsError: a file of another run (another writer got into the staging
+                directory): nothing is published.
+            ExecutionError: a staged file cannot be read.
+
+        """
+        staged = self.staging.child(_STAGED_RUN)
+        for e in staged.fs.get_file_info(pafs.FileSelector(staged.path, recursive=True)):
+            if e.type != pafs.FileType.File or not e.path.endswith(".parquet") \
+                    or posixpath.basename(e.path).startswith("."):
+                continue
+            try:
+                with staged.fs.open_input_file(e.path) as fh:
+                    meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
+            except (OSError, pa.ArrowInvalid) as err:
+                raise ExecutionError(f"cannot read the staged file {e.path}: "
+                                     f"{str(err).splitlines()[0]}") from None
+            found = meta.get(RUN_ID_KEY, b"").decode("utf-8", "replace")
+            if found != run_id:
+                raise OutputExistsError(
+                    f"{e.path} was written by run {found or '(none)'}, not by this run "
+                    f"({run_id}): another run wrote into {self.staging.uri}; nothing published",
+                    hint="run again; one run per --output at a time")
+
+    def release(self) -> None:
+        """Release the output's lock (see :meth:`prepare`); the staging directory stays."""
+        self._lock.release()
 
     def staged(self, name: str) -> Location:
         """Return the staging location of an output file (``name`` relative to the run dir)."""
@@ -230,6 +317,7 @@ class OutputDir:
 
         """
         self._check_destination()
+        self.check_provenance(run_id=run_id)
         fs = self.final.fs
         staged = self.staging.child(_STAGED_RUN)
         try:
@@ -242,6 +330,7 @@ class OutputDir:
             raise ExecutionError(f"cannot move the output into {self.final.uri}: {e}") from None
         write_text(f"{run_id}\n", self.final.child(SUCCESS_FILE))
         self.abort()  # the resume state is no longer needed
+        self.release()
 
     @staticmethod
     def _drop_temporaries(staged: Location) -> None:
@@ -292,10 +381,53 @@ class OutputDir:
             pass
 
 
+def _within(path: str, root: str) -> bool:
+    """True when ``path`` is ``root`` or below it (both normalized, absolute)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def check_apart(output: str, inputs: dict[str, str | None]) -> None:
+    """Refuse an output inside an input, or an input inside the output, before any work.
+
+    An output inside an input directory would be read back as input by every later run on
+    it; an input inside the output would be replaced by the run it feeds.
+
+    Args:
+        output: the output directory (path or URI).
+        inputs: ``{"predictions": path, "references": path or None}``: a file, directory
+            or glob (its directory part is what counts).
+
+    Raises:
+        ConfigError: the output and an input overlap.
+
+    """
+    out = locate(output.rstrip("/") or output)
+    for what, given in inputs.items():
+        if not given:
+            continue
+        parts = given.split("/")
+        glob_at = next((i for i, p in enumerate(parts) if any(c in p for c in "*?[")), None)
+        root = locate("/".join(parts[:glob_at]) or "." if glob_at is not None else given)
+        if type(root.fs) is not type(out.fs):
+            continue
+        if isinstance(out.fs, pafs.LocalFileSystem):
+            a, b = os.path.realpath(out.path), os.path.realpath(root.path)
+        else:
+            a, b = out.uri.rstrip("/"), root.uri.rstrip("/")
+        if _within(a, b) and (glob_at is not None or _exists(root) == pafs.FileType.Directory):
+            raise ConfigError(f"output {output} is inside the {what} input {given}: later "
+                              f"runs on {given} would read it as {what}",
+                              hint="write the output elsewhere")
+        if _within(b, a):
+            raise ConfigError(f"the {what} input {given} is inside the output {output}, "
+                              "which the run replaces", hint="write the output elsewhere")
+
+
 def _sibling_uri(uri: str, name: str) -> str:
     base = uri.rstrip("/")
     return base.rsplit("/", 1)[0] + "/" + name if "/" in base else name
 
 
 __all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "STATE_FILE",
-           "SUCCESS_FILE", "OutputDir", "read_json", "write_json", "write_parquet", "write_text"]
+           "SUCCESS_FILE", "OutputDir", "check_apart", "read_json", "write_json", "write_parquet",
+           "write_text"]

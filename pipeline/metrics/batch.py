@@ -12,16 +12,16 @@ from numba import njit
 
 from pipeline.metrics.lcs import (
     BIT_WORDS_MAX,
-    FULL_TABLE_MAX_CELLS,
+    build_long_masks,
     build_masks,
     clear_masks,
-    lcs_length,
     lcs_length_bits,
     lcs_length_bits2,
-    lcs_mark,
+    lcs_length_long,
     lcs_mark_bits,
     lcs_mark_bits1,
     lcs_mark_bits_ckpt,
+    lcs_mark_long,
     union_lcs_marks_lanes,
     union_lcs_marks_lanes2,
 )
@@ -38,6 +38,16 @@ ROW_WORDS_MAX = 1 << 18
 def _text_span(line_offsets, text_line_offsets, text):
     start = line_offsets[text_line_offsets[text]]
     return start, line_offsets[text_line_offsets[text + 1]] - start
+
+
+@njit(cache=True, nogil=True)
+def _one_line(line_offsets, text_line_offsets, text):
+    """True when exactly one line of the text has tokens."""
+    n = 0
+    for line in range(text_line_offsets[text], text_line_offsets[text + 1]):
+        if line_offsets[line + 1] > line_offsets[line]:
+            n += 1
+    return n == 1
 
 
 @njit(cache=True, nogil=True)
@@ -58,7 +68,7 @@ def _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt):
 
 @njit(cache=True, nogil=True)
 def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
-                        mark, loc, lmasks, rows, tab):
+                        mark, loc, lmasks, rows):
     """rouge-score ``_summary_level_lcs`` hits: union LCS per reference line, clipped."""
     p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
     r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
@@ -95,6 +105,15 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         clear_masks(tokens, p_start, p_len, loc)
         for q in range(r_len):
             mark[q] = False
+    if _one_line(line_offsets, text_line_offsets, pred) \
+            and _one_line(line_offsets, text_line_offsets, ref) and p_len > lmasks.shape[1] * 64:
+        # One line with tokens each, too long for the whole masks: the union is one LCS,
+        # whose marks are never clipped (each token is on it at most as often as on either
+        # side), so the hits are the LCS length.
+        long_masks = build_long_masks(tokens, p_start, p_len, loc)
+        hits = lcs_length_long(tokens, r_start, r_len, p_len, loc, long_masks)
+        clear_masks(tokens, p_start, p_len, loc)
+        return hits
     # The union over prediction lines does not depend on their order, so each prediction
     # line's masks are built once and used against every reference line.
     for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
@@ -103,29 +122,43 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         if b_len == 0:
             continue
         n_words = (b_len + 63) >> 6
-        bits = min(b_len, loc.shape[0]) <= lmasks.shape[0] and n_words <= lmasks.shape[1]
-        if bits:
-            build_masks(tokens, b_start, b_len, loc, lmasks)
+        if min(b_len, loc.shape[0]) > lmasks.shape[0] or n_words > lmasks.shape[1]:
+            _mark_long_line(tokens, line_offsets, text_line_offsets, ref, r_start, b_start,
+                            b_len, loc, mark)
+            continue
+        build_masks(tokens, b_start, b_len, loc, lmasks)
         for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
             a_start = line_offsets[rl]
             a_len = line_offsets[rl + 1] - a_start
             if a_len == 0:
                 continue
             off = a_start - r_start
-            if bits and n_words == 1 and a_len < rows.shape[0]:
+            if n_words == 1 and a_len < rows.shape[0]:
                 lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, lmasks, rows,
                                mark[off:off + a_len])
-            elif bits and (a_len + 1) * n_words <= rows.shape[0]:
+            elif (a_len + 1) * n_words <= rows.shape[0]:
                 lcs_mark_bits(tokens, a_start, a_len, b_start, b_len, loc, lmasks, rows,
                               mark[off:off + a_len])
-            elif bits:
+            else:
                 lcs_mark_bits_ckpt(tokens, a_start, a_len, b_start, b_len, loc, lmasks,
                                    mark[off:off + a_len])
-            else:
-                lcs_mark(tokens, a_start, a_len, b_start, b_len, mark[off:off + a_len], tab)
-        if bits:
-            clear_masks(tokens, b_start, b_len, loc)
+        clear_masks(tokens, b_start, b_len, loc)
     return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mark)
+
+
+@njit(cache=True, nogil=True)
+def _mark_long_line(tokens, line_offsets, text_line_offsets, ref, r_start, b_start, b_len, loc,
+                    mark):
+    """Mark the LCS of one long prediction line with every reference line (linear memory)."""
+    long_masks = build_long_masks(tokens, b_start, b_len, loc)
+    for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
+        a_start = line_offsets[rl]
+        a_len = line_offsets[rl + 1] - a_start
+        if a_len:
+            off = a_start - r_start
+            lcs_mark_long(tokens, a_start, a_len, b_start, b_len, loc, long_masks,
+                          mark[off:off + a_len])
+    clear_masks(tokens, b_start, b_len, loc)
 
 
 @njit(cache=True, nogil=True)
@@ -152,15 +185,17 @@ def _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mar
 
 @njit(cache=True, nogil=True)
 def _bit_scratch(max_rows, max_cols):
-    """A (rows, words) uint64 array for masks of sequences up to max_cols long, or (1, 1).
+    """A (rows, words) uint64 array for whole masks of sequences up to max_cols long.
 
     ``max_rows`` bounds the distinct tokens of such a sequence (its length, or the
-    vocabulary size when smaller).
+    vocabulary size when smaller). When that would pass ``BIT_WORDS_MAX`` words, the
+    columns are cut to what fits (at least 1 word); longer sequences take the linear-memory
+    kernels (:func:`~pipeline.metrics.lcs.lcs_length_long`, ``lcs_mark_long``).
     """
-    n_words = (max_cols + 63) >> 6
-    if max_rows * n_words <= BIT_WORDS_MAX:
-        return np.zeros((max(max_rows, 1), max(n_words, 1)), dtype=np.uint64)
-    return np.zeros((1, 1), dtype=np.uint64)
+    n_words = max((max_cols + 63) >> 6, 1)
+    while min(max_rows, n_words * 64) * n_words > BIT_WORDS_MAX:
+        n_words //= 2
+    return np.zeros((max(min(max_rows, n_words * 64), 1), n_words), dtype=np.uint64)
 
 
 @njit(cache=True, nogil=True)
@@ -182,7 +217,8 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         0 <= matches <= min(units). Units are n-grams for rougeN and tokens for rougeL/Lsum.
 
     Memory: scratch proportional to the longest text, plus bit tables of at most
-    ``BIT_WORDS_MAX`` words; longer texts fall back to O(length) int32 kernels.
+    ``BIT_WORDS_MAX`` words; texts whose whole masks would pass it take the linear-memory
+    bit kernels. Time: O(n * m / 64) per LCS of n and m tokens.
 
     """
     n_pairs = pair_pred.shape[0]
@@ -212,7 +248,6 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     loc = np.full(vocab_size, -1, dtype=np.int32)
     masks = _bit_scratch(min(max_len, vocab_size) if need_l else 0, max_len)
     v = np.zeros(masks.shape[1], dtype=np.uint64)
-    row = np.zeros(max_len + 1, dtype=np.int32)
     if need_lsum:
         lane_cols = max(max_line, min(max_len, 128))  # whole predictions of <= 128 tokens
         lmasks = _bit_scratch(min(lane_cols, vocab_size), lane_cols)
@@ -221,15 +256,10 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         rows = np.zeros(min((max_line + 1) * max(n_line_words, 2), ROW_WORDS_MAX),
                         dtype=np.uint64)
         mark = np.zeros(max_len, dtype=np.bool_)
-        # int32 table for the rare lines the bit kernels cannot take; when it would be large
-        # those are checkpointed instead (lcs_mark), so keep it small
-        cells = (max_line + 1) * (max_line + 1)
-        tab = np.zeros(cells if cells <= FULL_TABLE_MAX_CELLS else 1, dtype=np.int32)
     else:
         lmasks = np.zeros((1, 1), dtype=np.uint64)
         rows = np.zeros(1, dtype=np.uint64)
         mark = np.zeros(1, dtype=np.bool_)
-        tab = np.zeros(1, dtype=np.int32)
     masked = -1  # the prediction whose whole-text masks are in `masks`
     masked_start = 0
     masked_len = 0
@@ -238,6 +268,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         ref = pair_ref[p]
         p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
         r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
+        lcs_len = -1  # the pair's LCS length once rougeL has computed it
         for k in range(n_metrics):
             code = orders[k]
             if code == 1:
@@ -263,15 +294,28 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                         out[p, k, 0] = lcs_length_bits(tokens, r_start, r_len, p_len, loc,
                                                        masks, v)
                 else:
+                    if masked >= 0:  # the long kernel keeps its own masks in `loc`
+                        clear_masks(tokens, masked_start, masked_len, loc)
+                        masked = -1
                     # rouge-score's table has reference rows and prediction columns.
-                    out[p, k, 0] = lcs_length(tokens, r_start, r_len, p_start, p_len, row)
+                    long_masks = build_long_masks(tokens, p_start, p_len, loc)
+                    out[p, k, 0] = lcs_length_long(tokens, r_start, r_len, p_len, loc,
+                                                   long_masks)
+                    clear_masks(tokens, p_start, p_len, loc)
+            elif lcs_len >= 0 and _one_line(line_offsets, text_line_offsets, pred) \
+                    and _one_line(line_offsets, text_line_offsets, ref):
+                # one line each: the union LCS is the LCS, never clipped (see
+                # _summary_level_hits), which rougeL has just computed
+                out[p, k, 0] = lcs_len
             else:
                 if masked >= 0:  # rougeLsum builds its own masks in `loc`
                     clear_masks(tokens, masked_start, masked_len, loc)
                     masked = -1
                 out[p, k, 0] = _summary_level_hits(
                     tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
-                    mark, loc, lmasks, rows, tab)
+                    mark, loc, lmasks, rows)
+            if code == ROUGE_L:
+                lcs_len = out[p, k, 0]
             if code >= 1:
                 out[p, k, 1] = max(p_len - code + 1, 0)
                 out[p, k, 2] = max(r_len - code + 1, 0)

@@ -620,3 +620,194 @@ def lcs_mark_bits_ckpt(tokens, a_start, a_len, b_start, b_len, loc, masks, mark)
                 j -= 1
             else:
                 i -= 1
+
+
+# ---------------------------------------------------------------------------------------
+# Long sequences: bit rows with masks in linear memory. Whole match masks take
+# (distinct tokens) x ceil(length / 64) words, quadratic in the length for natural text
+# (about 4 M words for 50,000 tokens). Here only a token that occurs at least once a word
+# on average (>= ceil(length / 64) times; at most 64 such tokens) keeps a whole mask; the
+# positions of every other token are listed and set into a scratch word row for the rows
+# that need it, which costs no more than the row update itself.
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def build_long_masks(tokens, start, length, loc):
+    """Masks of a long column sequence in O(length) words.
+
+    Args:
+        tokens: int32 token ids.
+        start: start of the column sequence in ``tokens``.
+        length: its length (> 0).
+        loc: int32 scratch indexed by token id, all -1 on entry; on return ``loc[t]`` is
+            the local index of each token of the slice (undo with :func:`clear_masks`).
+
+    Returns:
+        ``long_masks = (dense_of, dense, offsets, positions)``: ``dense_of[k]`` is the row
+        of local token ``k`` in ``dense`` (uint64, shape (<= 65, ceil(length / 64))), or -1
+        when its column positions are ``positions[offsets[k]:offsets[k + 1]]`` (int64).
+
+    """
+    n_words = (length + 63) >> 6
+    local = np.empty(length, dtype=np.int64)
+    counts = np.zeros(length, dtype=np.int64)
+    n_local = 0
+    for j in range(length):
+        t = tokens[start + j]
+        k = loc[t]
+        if k < 0:
+            k = n_local
+            loc[t] = k
+            n_local += 1
+        counts[k] += 1
+        local[j] = k
+    dense_of = np.full(n_local, -1, dtype=np.int64)
+    n_dense = 0
+    offsets = np.zeros(n_local + 1, dtype=np.int64)
+    for k in range(n_local):
+        if counts[k] >= n_words:
+            dense_of[k] = n_dense
+            n_dense += 1
+            offsets[k + 1] = offsets[k]
+        else:
+            offsets[k + 1] = offsets[k] + counts[k]
+    dense = np.zeros((max(n_dense, 1), n_words), dtype=np.uint64)
+    positions = np.empty(offsets[n_local], dtype=np.int64)
+    fill = offsets[:n_local].copy()
+    for j in range(length):
+        k = local[j]
+        d = dense_of[k]
+        if d >= 0:
+            dense[d, j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+        else:
+            positions[fill[k]] = j
+            fill[k] += 1
+    return dense_of, dense, offsets, positions
+
+
+@njit(cache=True, nogil=True)
+def _advance_long(v_in, v_out, t, loc, long_masks, scratch, n_words):
+    """One LCS row for row token ``t`` with masks from :func:`build_long_masks`."""
+    dense_of, dense, offsets, positions = long_masks
+    k = loc[t]
+    if k < 0:
+        _advance(v_in, v_out, dense, -1, n_words)
+        return
+    d = dense_of[k]
+    if d >= 0:
+        _advance(v_in, v_out, dense, d, n_words)
+        return
+    one = np.uint64(1)
+    for q in range(offsets[k], offsets[k + 1]):
+        j = positions[q]
+        scratch[0, j >> 6] |= one << np.uint64(j & 63)
+    _advance(v_in, v_out, scratch, 0, n_words)
+    for q in range(offsets[k], offsets[k + 1]):
+        scratch[0, positions[q] >> 6] = 0
+
+
+@njit(cache=True, nogil=True)
+def lcs_length_long(tokens, a_start, a_len, b_len, loc, long_masks):
+    """LCS length of a row sequence against a long column sequence, in O(b_len) memory.
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length.
+        b_len: length of the column sequence (the prediction).
+        loc: token -> local index, as filled by :func:`build_long_masks` for the columns.
+        long_masks: the masks :func:`build_long_masks` returned for them.
+
+    Returns:
+        LCS length, 0 <= length <= min(a_len, b_len); time O(a_len * b_len / 64).
+
+    """
+    if a_len == 0 or b_len == 0:
+        return 0
+    n_words = (b_len + 63) >> 6
+    scratch = np.zeros((1, n_words), dtype=np.uint64)
+    v = np.empty(n_words, dtype=np.uint64)
+    for w in range(n_words):
+        v[w] = _ONES
+    for i in range(a_len):
+        t = tokens[a_start + i]
+        if loc[t] >= 0:  # a token absent from b leaves the row as it is
+            _advance_long(v, v, t, loc, long_masks, scratch, n_words)
+    return _zeros_below(v, b_len)
+
+
+@njit(cache=True, nogil=True)
+def _value(block, prefix, r, j, n_words):
+    """LCS table value t[row r][j] from a bit row and its per-word zero counts."""
+    w = j >> 6
+    rem = j & 63
+    zeros = prefix[r * (n_words + 1) + w]
+    if rem:
+        x = block[r * n_words + w] & ((np.uint64(1) << np.uint64(rem)) - np.uint64(1))
+        zeros += rem - popcount64(x)
+    return zeros
+
+
+@njit(cache=True, nogil=True)
+def lcs_mark_long(tokens, a_start, a_len, b_start, b_len, loc, long_masks, mark):
+    """:func:`lcs_mark_bits_ckpt` for long sequences, in O(sqrt(a_len) * b_len / 64) words.
+
+    The masks come from :func:`build_long_masks` (linear memory), and each recomputed block
+    keeps the zero count of every row before each word, so that a step of the walk reads a
+    table value in O(1) instead of counting bits from column 0.
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the reference sentence (rows).
+        a_len: its length.
+        b_start: start of the prediction sentence (columns).
+        b_len: its length.
+        loc: token -> local index, as filled by :func:`build_long_masks` for the columns.
+        long_masks: the masks :func:`build_long_masks` returned for them.
+        mark: bool, indexed like ``a``; set True on rouge-score's backtracked LCS.
+
+    """
+    if a_len == 0 or b_len == 0:
+        return
+    n_words = (b_len + 63) >> 6
+    scratch = np.zeros((1, n_words), dtype=np.uint64)
+    k = int(np.sqrt(a_len)) + 1
+    ckpt = np.empty((a_len // k + 1) * n_words, dtype=np.uint64)
+    v = np.empty(n_words, dtype=np.uint64)
+    for w in range(n_words):
+        v[w] = _ONES
+        ckpt[w] = _ONES
+    for i in range(1, a_len + 1):
+        t = tokens[a_start + i - 1]
+        if loc[t] >= 0:
+            _advance_long(v, v, t, loc, long_masks, scratch, n_words)
+        if i % k == 0:
+            ckpt[(i // k) * n_words:(i // k + 1) * n_words] = v
+    block = np.empty((k + 1) * n_words, dtype=np.uint64)
+    prefix = np.empty((k + 1) * (n_words + 1), dtype=np.int64)
+    i = a_len
+    j = b_len
+    while i > 0 and j > 0:
+        s = ((i - 1) // k) * k
+        block[0:n_words] = ckpt[(s // k) * n_words:(s // k + 1) * n_words]
+        for r in range(1, i - s + 1):
+            _advance_long(block[(r - 1) * n_words:r * n_words],
+                          block[r * n_words:(r + 1) * n_words], tokens[a_start + s + r - 1],
+                          loc, long_masks, scratch, n_words)
+        for r in range(i - s + 1):
+            base = r * (n_words + 1)
+            prefix[base] = 0
+            for w in range(n_words):
+                prefix[base + w + 1] = prefix[base + w] + 64 - popcount64(
+                    block[r * n_words + w])
+        while i > s and j > 0:
+            if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+                mark[i - 1] = True
+                i -= 1
+                j -= 1
+            elif (_value(block, prefix, i - s, j - 1, n_words)
+                  > _value(block, prefix, i - s - 1, j, n_words)):
+                j -= 1
+            else:
+                i -= 1

@@ -19,10 +19,11 @@ from pipeline.metrics.base import MetricFamily, MetricSpec, Option
 from pipeline.metrics.bleu import FAMILY as BLEU
 from pipeline.metrics.chrf import FAMILY as CHRF
 from pipeline.metrics.rouge import FAMILY as ROUGE
+from pipeline.metrics.rouge155 import FAMILY as ROUGE155
 from pipeline.metrics.squad import FAMILY as SQUAD
 
 # Every family, in the order their options and names are listed.
-FAMILIES: tuple[MetricFamily, ...] = (ROUGE, BLEU, CHRF, SQUAD)
+FAMILIES: tuple[MetricFamily, ...] = (ROUGE, ROUGE155, BLEU, CHRF, SQUAD)
 
 
 def family_of(metric: str) -> MetricFamily:
@@ -116,8 +117,9 @@ def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict
     for family, _ in by_family(metrics):
         for key, value in family.signature_fields(full).items():
             if fields.setdefault(key, value) != value:
-                raise ConfigError(f"signature field {key!r} is written differently by two "
-                                  "metric families")
+                raise ConfigError(f"the metrics' families disagree on signature field "
+                                  f"{key!r}: {fields[key]!r} and {value!r} (score them in "
+                                  "separate runs, or set the option they share)")
     return fields
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import ConfigError
+from pipeline.metrics import rouge155
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
 from pipeline.metrics.batch import ROUGE_L, ROUGE_LSUM, score_pairs
 from pipeline.tokenizers import STEMMERS, TOKENIZERS, get_tokenizer, tokenize_batch
@@ -33,9 +34,12 @@ _SEVERAL_SENTENCES = re.compile(r"[.!?]\s+\S")
 
 OPTIONS = (
     Option("tokenizer", "rouge-score", "Tokenizer of the ROUGE metrics: rouge-score (exactly "
-           "rouge-score 0.1.2), unicode or whitespace.", choices=TOKENIZERS),
-    Option("stemmer", "none", "Stemmer of the ROUGE metrics: none, or porter (rouge-score "
-           "use_stemmer=True).", choices=STEMMERS),
+           "rouge-score 0.1.2), unicode, whitespace, or rouge155 (the ROUGE-1.5.5 Perl "
+           "script's text handling and scoring rules, see --rouge155).",
+           choices=(*TOKENIZERS, "rouge155")),
+    Option("stemmer", "none", "Stemmer of the ROUGE metrics: none, porter (rouge-score "
+           "use_stemmer=True), or porter-rouge155 (ROUGE-1.5.5's -m: WordNet 2.0 exceptions, "
+           "then its Porter; tokenizer rouge155 only).", choices=(*STEMMERS, "porter-rouge155")),
     Option("case_sensitive", False, "Keep case when tokenizing for ROUGE (signature "
            "case:mixed); false lowercases (case:lc)."),
     Option("multi_reference", "max", "How several references combine for ROUGE: max "
@@ -103,14 +107,32 @@ class Rouge:
         return _NAME.fullmatch(metric) is not None
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
-        """The spec of a ROUGE metric: P/R/F, matches and units, the reference used."""
+        """The spec of a ROUGE metric: P/R/F, matches and units, the reference used.
+
+        Raises:
+            ConfigError: a combination the chosen tokenizer does not have (the ``rouge155``
+                tokenizer has no whole-text rougeL, no case-sensitive mode and no
+                punctuation splitting; ``porter-rouge155`` needs it).
+
+        """
+        if options["tokenizer"] == "rouge155":
+            return rouge155.rouge_spec(metric, options)
+        if options["stemmer"] == "porter-rouge155":
+            raise ConfigError("stemmer porter-rouge155 is ROUGE-1.5.5's and goes with "
+                              "tokenizer rouge155", hint="or use stemmer porter")
         return MetricSpec(name=metric, family=self.name, measures=MEASURES, primary="fmeasure",
                           statistics=STATISTICS,
                           reference_rule=str(options["multi_reference"]),
                           has_reference_index=True)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
-        """``tok``, ``stem``, ``case``, ``ref``; ``split:punct``; ``maxtok`` when texts are cut."""
+        """``tok``, ``stem``, ``case``, ``ref``; ``split:punct``; ``maxtok`` when texts are cut.
+
+        With tokenizer ``rouge155``: the ROUGE-1.5.5 fields instead
+        (:meth:`pipeline.metrics.rouge155.Rouge155Options.signature_fields`).
+        """
+        if options["tokenizer"] == "rouge155":
+            return rouge155.Rouge155Options.from_mapping(options).signature_fields()
         fields = {"tok": str(options["tokenizer"]), "stem": str(options["stemmer"]),
                   "case": "mixed" if options["case_sensitive"] else "lc",
                   "ref": str(options["multi_reference"])}
@@ -135,6 +157,8 @@ class Rouge:
         """
         predictions = text_list(predictions)
         references = reference_lists(references)
+        if options["tokenizer"] == "rouge155":
+            return rouge155.FAMILY.score(predictions, references, metrics, options)
         n = len(predictions)
         n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
         texts = predictions + [t for r in references for t in r]

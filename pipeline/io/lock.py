@@ -1,0 +1,176 @@
+"""One writer per output: a lock beside the output directory, naming its holder.
+
+The lock is the file ``.{name}.overlap-lock`` beside ``DIR`` (JSON: host, pid, start time,
+run id). On a local filesystem it is held with ``flock``, which the kernel releases when the
+holder dies, however it dies: a dead holder's lock is simply taken. Object stores have no
+such primitive; there the holder rewrites the lock every ``HEARTBEAT_S`` seconds, a lock not
+rewritten for ``STALE_S`` seconds counts as abandoned, and a writer checks after
+``SETTLE_S`` that the lock it wrote is still its own (last writer wins), so that of two runs
+starting together only one goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import secrets
+import socket
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from pipeline.errors import ExecutionError, OutputExistsError
+from pipeline.io.files import Location
+
+HEARTBEAT_S = 30.0
+STALE_S = 180.0
+SETTLE_S = 2.0
+
+
+def lock_location(final: Location) -> Location:
+    """The lock of an output directory: ``.{name}.overlap-lock`` beside it."""
+    head, name = posixpath.split(final.path.rstrip("/"))
+    lock_name = f".{name}.overlap-lock"
+    base = final.uri.rstrip("/")
+    uri = base.rsplit("/", 1)[0] + "/" + lock_name if "/" in base else lock_name
+    return Location(final.fs, posixpath.join(head, lock_name), uri)
+
+
+class OutputLock:
+    """An exclusive lock on one output directory (see the module docstring).
+
+    Args:
+        final: the output directory.
+        output: the output as the user named it, for messages.
+
+    """
+
+    def __init__(self, final: Location, *, output: str) -> None:
+        self.loc = lock_location(final)
+        self.output = output
+        self._fd: int | None = None
+        self._token: str | None = None
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def _record(self, run_id: str | None) -> dict[str, Any]:
+        return {"host": socket.gethostname(), "pid": os.getpid(),
+                "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "heartbeat_unix_s": time.time(), "run_id": run_id, "token": self._token}
+
+    def _refuse(self, holder: Any) -> OutputExistsError:
+        if isinstance(holder, dict):
+            who = (f"host {holder.get('host')}, pid {holder.get('pid')}, started "
+                   f"{holder.get('started_at')}, run id {holder.get('run_id')}")
+        else:
+            who = "holder unknown"
+        return OutputExistsError(f"output {self.output} is being written by another run ({who})",
+                                 hint=f"wait for it to finish, or choose another --output; "
+                                      f"the lock is {self.loc.uri}")
+
+    def acquire(self, *, run_id: str | None) -> None:
+        """Take the lock, or fail at once naming its holder.
+
+        Raises:
+            OutputExistsError: another live run holds it.
+            ExecutionError: the storage refused.
+
+        """
+        self._token = secrets.token_hex(8)
+        try:
+            self.loc.fs.create_dir(posixpath.dirname(self.loc.path), recursive=True)
+            if isinstance(self.loc.fs, pafs.LocalFileSystem):
+                self._acquire_local(run_id)
+            else:
+                self._acquire_remote(run_id)
+        except OSError as e:
+            raise ExecutionError(f"cannot lock {self.loc.uri}: {e}") from None
+
+    def _acquire_local(self, run_id: str | None) -> None:
+        import fcntl
+
+        while True:
+            fd = os.open(self.loc.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                with os.fdopen(fd, "rb") as fh:
+                    raise self._refuse(_parse(fh.read())) from None
+            try:  # the file we locked may have been unlinked by its releasing holder
+                same = os.fstat(fd).st_ino == os.stat(self.loc.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(self._record(run_id)).encode())
+        self._fd = fd
+
+    def _acquire_remote(self, run_id: str | None) -> None:
+        holder = _read(self.loc)
+        if isinstance(holder, dict) and time.time() - float(
+                holder.get("heartbeat_unix_s") or 0) < STALE_S:
+            raise self._refuse(holder)
+        _write(self.loc, self._record(run_id))
+        time.sleep(SETTLE_S)
+        holder = _read(self.loc)
+        if not isinstance(holder, dict) or holder.get("token") != self._token:
+            raise self._refuse(holder)
+        self._beat = threading.Thread(target=self._heartbeat, args=(run_id,), daemon=True,
+                                      name="overlap-lock-heartbeat")
+        self._beat.start()
+
+    def _heartbeat(self, run_id: str | None) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                if (_read(self.loc) or {}).get("token") == self._token:
+                    _write(self.loc, self._record(run_id))
+            except OSError:
+                pass  # a missed beat; the next one may get through
+
+    def release(self) -> None:
+        """Give the lock up (removing the lock file when it is still ours)."""
+        if self._fd is not None:
+            try:
+                os.unlink(self.loc.path)
+            except OSError:
+                pass
+            os.close(self._fd)  # closing releases the flock
+            self._fd = None
+        elif self._beat is not None:
+            self._stop.set()
+            self._beat.join()
+            self._beat = None
+            try:
+                if (_read(self.loc) or {}).get("token") == self._token:
+                    self.loc.fs.delete_file(self.loc.path)
+            except OSError:
+                pass
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def _read(loc: Location) -> Any:
+    try:
+        with loc.fs.open_input_stream(loc.path) as fh:
+            return _parse(fh.read())
+    except FileNotFoundError:
+        return None
+
+
+def _write(loc: Location, record: dict[str, Any]) -> None:
+    with loc.fs.open_output_stream(loc.path) as fh:
+        fh.write(json.dumps(record).encode())
+
+
+__all__ = ["HEARTBEAT_S", "STALE_S", "OutputLock", "lock_location"]
