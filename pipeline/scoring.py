@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from pipeline.compiled import kernel
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.batch import ROUGE_L, ROUGE_LSUM, score_pairs
 from pipeline.tokenizers import STEMMERS, TOKENIZERS, Tokenizer, get_tokenizer, tokenize_batch
 
 METRICS = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
@@ -37,6 +37,11 @@ class ZeroTokenWarning(UserWarning):
 
 class SentenceSplitWarning(UserWarning):
     """rougeLsum was asked for texts with several sentences on one line (it then equals rougeL)."""
+
+
+# Metric codes of the batch kernel (pipeline.metrics.batch): n for rougeN.
+ROUGE_L = 0
+ROUGE_LSUM = -1
 
 
 def _metric_code(name: str) -> int:
@@ -255,7 +260,7 @@ class Scorer:
                           stacklevel=2)
         pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
         pair_ref = np.arange(n, n + len(flat_refs), dtype=np.int64)
-        stats = score_pairs(batch.tokens, batch.line_offsets, batch.text_line_offsets,
+        stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
                             pair_pred, pair_ref, self._codes, batch.vocab_size)
         columns = combine_references(stats, n_refs, rule=self.multi_reference)
         arrays = [pa.array(n_refs.astype(np.int32))]

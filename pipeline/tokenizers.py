@@ -321,7 +321,7 @@ def tokenize_batch(
 
 def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
                  table: np.ndarray):
-    from pipeline.metrics.bytes_tokens import tokenize_bytes
+    from pipeline.compiled import kernel
 
     # One encoding pass over the whole batch, texts joined by NUL (which UTF-8 produces for
     # U+0000 only); per text only if a text contains a NUL itself.
@@ -342,8 +342,8 @@ def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
         offsets[-1] -= 1  # no NUL after the last text
         raw = b"\0".join(encoded)
         buf = np.frombuffer(raw, dtype=np.uint8)
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(buf, offsets,
-                                                                                table)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets = kernel("tokenize_bytes")(
+        buf, offsets, table)
     return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.aggregate import MapChunks, aggregate, value_columns
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
 from pipeline.engine.faults import faults_from_env
@@ -43,6 +42,9 @@ from pipeline.io.files import Location
 from pipeline.io.read import read_columns
 from pipeline.io.write import EXAMPLES_DIR, OutputDir
 from pipeline.signature import Signature
+
+if TYPE_CHECKING:  # the aggregate (and its compiled bootstrap) is imported when it runs
+    from pipeline.aggregate import MapChunks
 
 # progress(stage, done, total): stage is "check" or "score"; done/total count partitions.
 Progress = Callable[[str, int, int], None]
@@ -249,6 +251,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
         InputError: no example.
 
     """
+    from pipeline.aggregate import aggregate, value_columns
+
     numeric = read_columns(example_files, [config.id_column, *config.group_by,
                                            *value_columns(config.metrics, config.thresholds)])
     # Resample rows in id order, so that intervals do not depend on how the run was

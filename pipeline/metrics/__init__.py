@@ -1,5 +1,5 @@
-"""Compiled metric kernels on integer token ids (numba). Pure: arrays in, counts out."""
+"""Compiled metric kernels on integer token ids (numba). Pure: arrays in, counts out.
 
-from pipeline.metrics.batch import score_pairs
-
-__all__ = ["score_pairs"]
+Callers load the kernels through :func:`pipeline.compiled.kernel` (compiled ahead of time,
+no numba import at run time); importing the modules here imports numba.
+"""
