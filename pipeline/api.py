@@ -146,7 +146,13 @@ def score(
 
     """
     from pipeline import __version__
-    from pipeline.engine import aggregate_examples, execute, make_plan, make_runner
+    from pipeline.engine import (
+        aggregate_examples,
+        choose_engine,
+        execute,
+        make_plan,
+        make_runner,
+    )
     from pipeline.engine.resume import run_key
     from pipeline.engine.tasks import SKIP_REASONS
     from pipeline.io.files import locate
@@ -173,10 +179,11 @@ def score(
     seconds = {"plan": time.perf_counter() - t0}
     try:
         t = time.perf_counter()
-        runner = make_runner(cfg)
+        chosen, reason = choose_engine(cfg, plan)
+        runner = make_runner(cfg, chosen)
         seconds["engine_start"] = time.perf_counter() - t
         try:
-            engine = runner.describe()
+            engine = {**runner.describe(), "requested": cfg.engine, "reason": reason}
             ran = execute(plan, cfg, runner, out, run_id=run_id, progress=progress)
             seconds.update(ran.seconds)
             t = time.perf_counter()

@@ -22,7 +22,7 @@ from pipeline.errors import ConfigError, did_you_mean
 from pipeline.scoring import DEFAULT_METRICS, MEASURES, Scorer
 from pipeline.signature import Signature, build_signature
 
-ENGINES = ("ray", "local")
+ENGINES = ("auto", "ray", "local")
 DEFAULT_SEED = 12345
 # What to do with ids present on one side only, empty reference lists and over-long texts.
 ON_MISSING = ("error", "skip", "zero")
@@ -116,7 +116,9 @@ class ScoreConfig:
             pathological inputs, >= 1.
         on_long_text: ``truncate`` (cut, flag the example in the ``truncated`` column and
             count it) or ``error`` (the run fails naming the examples).
-        engine: ``ray`` (local instance or a cluster) or ``local`` (in-process, no Ray).
+        engine: ``auto`` (in-process for small inputs, else Ray; always Ray with an
+            address: see :func:`pipeline.engine.run.choose_engine`), ``ray`` (local
+            instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
         num_cpus: CPUs of a local Ray instance; None means every CPU of this machine.
         partition_rows: predictions rows per work partition (the number of partitions is
@@ -150,7 +152,7 @@ class ScoreConfig:
     on_empty_references: str = "error"
     max_tokens: int = DEFAULT_MAX_TOKENS
     on_long_text: str = "truncate"
-    engine: str = "ray"
+    engine: str = "auto"
     address: str | None = None
     num_cpus: int | None = None
     partition_rows: int = 50_000

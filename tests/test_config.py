@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,22 @@ def test_address_falls_back_to_ray_address(monkeypatch):
     assert ScoreConfig(address="head:1").resolved_address() == "head:1"
     monkeypatch.delenv("RAY_ADDRESS")
     assert ScoreConfig().resolved_address() is None
+
+
+def test_auto_engine_choice(monkeypatch):
+    from types import SimpleNamespace
+
+    from pipeline.engine.run import AUTO_RAY_MIN_ROWS, choose_engine
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not initialized here
+    small = SimpleNamespace(prediction_rows=AUTO_RAY_MIN_ROWS - 1)
+    large = SimpleNamespace(prediction_rows=AUTO_RAY_MIN_ROWS)
+    assert choose_engine(ScoreConfig(), small)[0] == "local"
+    assert choose_engine(ScoreConfig(), large) == (
+        "ray", f"auto: {AUTO_RAY_MIN_ROWS:,} prediction rows >= {AUTO_RAY_MIN_ROWS:,}")
+    assert choose_engine(ScoreConfig(address="10.0.0.1:6379"), small) == (
+        "ray", "auto: a Ray cluster address is set")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert choose_engine(ScoreConfig(), small)[0] == "ray"
+    assert choose_engine(ScoreConfig(engine="local"), large) == ("local", "--engine local")
