@@ -142,7 +142,7 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     try:
         config = _settings(config_file, flags)
         run = score(predictions, references=references, output=output, config=config,
-                    run_id=run_id, overwrite=overwrite,
+                    run_id=run_id, overwrite=overwrite, defer_engine_stop=True,
                     progress=progress.update if progress else None)
     except PipelineError as err:
         if progress:
