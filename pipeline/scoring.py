@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError, did_you_mean
@@ -225,26 +226,40 @@ class Scorer:
         """
         if isinstance(predictions, str):
             raise TypeError("predictions must be a list of texts, not a str")
-        preds = predictions.to_pylist() if isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
-            else list(predictions)
-        n_refs, flat_refs = _flatten_references(references)
-        if len(n_refs) != len(preds):
-            raise ValueError(f"{len(preds)} predictions but {len(n_refs)} reference lists")
-        n = len(preds)
-        texts = preds + flat_refs
-        one_line = 0
-        if ROUGE_LSUM in self._codes:
-            if self.sentence_split == "punctuation":
-                texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
-            else:
-                one_line = sum(1 for t in texts
-                               if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
-                if one_line:
-                    warnings.warn(
-                        f"{one_line} texts have several sentences but no newline: rougeLsum "
-                        "splits sentences on '\\n' only, so for them it equals rougeL (put one "
-                        "sentence per line, or use sentence_split='punctuation')",
-                        SentenceSplitWarning, stacklevel=2)
+        if self._tokenizer.reads_bytes and self.sentence_split == "newline" \
+                and isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
+                and isinstance(references, (pa.Array, pa.ChunkedArray)):
+            # Arrow in: the texts' UTF-8 bytes go to the tokenizer as they are.
+            n_refs, flat = _flatten_references_arrow(references)
+            n = len(predictions)
+            if len(n_refs) != n:
+                raise ValueError(f"{n} predictions but {len(n_refs)} reference lists")
+            texts: Sequence[str | None] | pa.Array = pa.concat_arrays(
+                [_large_strings(predictions), flat])
+            n_flat = len(flat)
+            one_line = _count_one_line(texts) if ROUGE_LSUM in self._codes else 0
+        else:
+            preds = predictions.to_pylist() \
+                if isinstance(predictions, (pa.Array, pa.ChunkedArray)) else list(predictions)
+            n_refs, flat_refs = _flatten_references(references)
+            if len(n_refs) != len(preds):
+                raise ValueError(f"{len(preds)} predictions but {len(n_refs)} reference lists")
+            n = len(preds)
+            n_flat = len(flat_refs)
+            texts = preds + flat_refs
+            one_line = 0
+            if ROUGE_LSUM in self._codes:
+                if self.sentence_split == "punctuation":
+                    texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
+                else:
+                    one_line = sum(1 for t in texts
+                                   if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
+        if one_line:
+            warnings.warn(
+                f"{one_line} texts have several sentences but no newline: rougeLsum "
+                "splits sentences on '\\n' only, so for them it equals rougeL (put one "
+                "sentence per line, or use sentence_split='punctuation')",
+                SentenceSplitWarning, stacklevel=2)
         batch = tokenize_batch(texts, tokenizer=self._tokenizer, stemmer=self.stemmer)
         truncated = None
         if self.max_tokens is not None:
@@ -259,7 +274,7 @@ class Scorer:
                           f"with tokenizer {self.tokenizer!r}{hint}", ZeroTokenWarning,
                           stacklevel=2)
         pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
-        pair_ref = np.arange(n, n + len(flat_refs), dtype=np.int64)
+        pair_ref = np.arange(n, n + n_flat, dtype=np.int64)
         stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
                             pair_pred, pair_ref, self._codes, batch.vocab_size)
         columns = combine_references(stats, n_refs, rule=self.multi_reference)
@@ -270,6 +285,37 @@ class Scorer:
             arrays.append(pa.array(columns["reference_index"][:, k]))
         return ScoredBatch(pa.Table.from_arrays(arrays, schema=self.output_schema()),
                            batch.n_zero_token_texts, truncated, one_line)
+
+
+def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    return texts if texts.type == pa.large_string() else pc.cast(texts, pa.large_string())
+
+
+def _flatten_references_arrow(references: pa.Array | pa.ChunkedArray
+                              ) -> tuple[np.ndarray, pa.Array]:
+    """References per example (int64) and the reference texts in order (large_string)."""
+    if isinstance(references, pa.ChunkedArray):
+        references = references.combine_chunks()
+    if isinstance(references, pa.StringArray | pa.LargeStringArray):
+        raise TypeError("references must be a list array of reference texts per prediction")
+    lists = references.fill_null([]) if references.null_count else references
+    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    return np.diff(offsets), _large_strings(lists.values[offsets[0]:offsets[-1]])
+
+
+# Python's \s in a str pattern (str.isspace()), spelled out for RE2, whose \s is ASCII only.
+_SPACE_CLASS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}"
+                r"\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}")
+_SEVERAL_SENTENCES_RE2 = f"[.!?][{_SPACE_CLASS}]+[^{_SPACE_CLASS}]"
+
+
+def _count_one_line(texts: pa.Array) -> int:
+    """Texts with several sentences but no newline (as ``_SEVERAL_SENTENCES`` on str)."""
+    several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
+                      pc.invert(pc.match_substring(texts, "\n")))
+    return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
 
 
 def _flatten_references(references) -> tuple[np.ndarray, list[str | None]]:
