@@ -44,7 +44,7 @@ from numba import njit
 
 from pipeline.config import Threshold
 from pipeline.errors import InputError
-from pipeline.scoring import MEASURES
+from pipeline.metrics import registry
 
 RESAMPLES_PER_CHUNK = 50
 _MAX_DRAWS = 1 << 22
@@ -82,7 +82,8 @@ class Scope:
 
 
 def _measures(metrics: Sequence[str], thresholds: Sequence[Threshold]) -> list[_Measure]:
-    out = [_Measure(m, x, "mean", None, f"{m}_{x}") for m in metrics for x in MEASURES]
+    out = [_Measure(m, x, "mean", None, f"{m}_{x}") for m in metrics
+           for x in registry.spec(m, {}).measures]
     out += [_Measure(t.metric, t.measure, "pass_rate", t.at, t.column) for t in thresholds]
     return out
 

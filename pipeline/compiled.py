@@ -1,8 +1,8 @@
 """The compiled kernels, loaded without compiling: built ahead of time at install.
 
 The kernels are numba functions (:mod:`pipeline.metrics.batch`,
-:mod:`pipeline.metrics.bytes_tokens`, :mod:`pipeline.io.hashing`). ``pip install`` compiles
-them once, with the explicit signatures in :data:`KERNELS`, into the extension module
+:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`). ``pip install``
+compiles them once, with the explicit signatures in :data:`KERNELS`, into the extension module
 ``pipeline._kernels`` (numba's ahead-of-time compiler, see ``setup.py``). Loading that
 module takes about a millisecond and imports neither numba nor LLVM, where numba's own
 on-disk cache costs an import of numba (0.3-1 s) and a first dispatch (about 1 s) in every
@@ -22,6 +22,8 @@ import functools
 import hashlib
 import importlib
 import os
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +59,7 @@ KERNELS = (
            "int64[:,:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
            "int64[::1], int64)",
            ("int32", "int64", "int64", "int64", "int64", "int64", None)),
-    Kernel("tokenize_bytes", "pipeline.metrics.bytes_tokens", "tokenize_bytes",
+    Kernel("tokenize_bytes", "pipeline.tokenizers.bytes_tokens", "tokenize_bytes",
            "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1]))"
            "(uint8[::1], int64[::1], uint8[::1])",
            ("uint8", "int64", "uint8")),
@@ -67,19 +69,19 @@ KERNELS = (
            "void(uint64[::1], uint64[::1])", ("uint64", "uint64")),
 )
 # Modules whose source the kernels are compiled from (callees included).
-SOURCES = ("pipeline.metrics.batch", "pipeline.metrics.bytes_tokens", "pipeline.metrics.lcs",
-           "pipeline.metrics.ngram", "pipeline.io.hashing", "pipeline.compiled")
+SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
+           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing")
 
 
 def source_digest() -> int:
-    """A digest of the kernels' source files, as a non-negative int64.
+    """A digest of the kernels' source files and signatures, as a non-negative int64.
 
     Raises:
         OSError: a source file cannot be read.
 
     """
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.sha256()
+    h = hashlib.sha256(repr(KERNELS).encode())
     for module in SOURCES:
         path = os.path.join(here, *module.split(".")) + ".py"
         with open(path, "rb") as fh:
@@ -135,6 +137,55 @@ def kernel(name: str) -> Callable[..., Any]:
         return _normalize(spec, getattr(ext, name), writable=False)
     return _normalize(spec, getattr(importlib.import_module(spec.module), spec.function),
                       writable=True)
+
+
+class _LazyKernel:
+    """A numba kernel compiled (or loaded from numba's cache) on first call."""
+
+    def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
+        self.py_func, self.options = fn, options
+        self.dispatcher: Any = None
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        if self.dispatcher is None:
+            _materialize()
+        return self.dispatcher(*args)
+
+
+_LAZY: list[_LazyKernel] = []
+_LAZY_LOCK = threading.Lock()
+
+
+def lazy_njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit(**options)`` deferred to the first call, so importing costs no numba.
+
+    For kernels outside :data:`KERNELS` (the metric families' own). On the first call of
+    any such kernel, numba is imported, every lazy kernel becomes a numba dispatcher, and
+    each defining module's globals are pointed at the dispatchers (so kernels calling each
+    other, within or across modules, compile as plain numba code).
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        kernel = _LazyKernel(fn, options)
+        _LAZY.append(kernel)
+        return kernel
+
+    return wrap
+
+
+def _materialize() -> None:
+    from numba import njit
+
+    with _LAZY_LOCK:
+        for k in _LAZY:
+            if k.dispatcher is None:
+                k.dispatcher = njit(**k.options)(k.py_func)
+        for module in {k.py_func.__module__ for k in _LAZY}:
+            names = vars(sys.modules[module])
+            for key, value in list(names.items()):
+                if isinstance(value, _LazyKernel):
+                    names[key] = value.dispatcher
 
 
 def build(output_dir: str) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pipeline import compiled
-from pipeline.scoring import ROUGE_L, ROUGE_LSUM
+from pipeline.metrics.rouge import ROUGE_L, ROUGE_LSUM
 from pipeline.tokenizers import _CLASS_LOWER
 
 

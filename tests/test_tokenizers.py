@@ -72,7 +72,7 @@ def test_errors_survive_pickling_with_exit_code_and_hint(cls):
 def test_arrow_input_is_tokenized_like_python_strings():
     import pyarrow as pa
 
-    from pipeline.scoring import _SEVERAL_SENTENCES, _count_one_line
+    from pipeline.metrics.rouge import _SEVERAL_SENTENCES, _count_one_line
     from pipeline.tokenizers import get_tokenizer, tokenize_batch
 
     texts = ["The Cat sat.\nOn the mat", None, "", "  \n ", "naïve café x\u00a0y", "a\0b",
@@ -100,7 +100,7 @@ def test_the_re2_space_class_is_pythons():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.scoring import _SPACE_CLASS
+    from pipeline.metrics.rouge import _SPACE_CLASS
 
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     python = [bool(re.fullmatch(r"\s", c)) for c in chars]

@@ -87,13 +87,8 @@ class Execution:
 
 
 def scoring_settings(config: ScoreConfig) -> ScoringSettings:
-    """Return the picklable scoring settings workers need."""
-    return ScoringSettings(metrics=config.metrics, tokenizer=config.tokenizer,
-                           stemmer=config.stemmer, case_sensitive=config.case_sensitive,
-                           multi_reference=config.multi_reference,
-                           sentence_split=config.sentence_split,
-                           thresholds=config.thresholds, max_tokens=config.max_tokens,
-                           on_long_text=config.on_long_text)
+    """Return the picklable scoring settings workers need (the config's scoring part)."""
+    return config.scoring
 
 
 def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress | None,
