@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
-from pipeline.metrics.base import MetricSpec
+from pipeline.metrics.base import MetricSpec, reference_lists, text_list
 from pipeline.metrics.rouge import SentenceSplitWarning, ZeroTokenWarning
 from pipeline.values import as_choice, as_names, as_opt_int, as_option
 
@@ -324,35 +324,28 @@ class Scorer:
             raise TypeError("predictions must be a list of texts, not a str")
         arrow = isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
             and isinstance(references, (pa.Array, pa.ChunkedArray))
-        ref_array: Any = references
-        if arrow:
-            if isinstance(ref_array, pa.ChunkedArray):
-                ref_array = ref_array.combine_chunks()
-            if not (pa.types.is_list(ref_array.type)
-                    or pa.types.is_large_list(ref_array.type)):
-                raise TypeError("references must be a list array of reference texts")
-            n_refs = np.asarray(pc.list_value_length(ref_array).fill_null(0), dtype=np.int32)
-            if len(n_refs) != len(predictions):
-                raise ValueError(f"{len(predictions)} predictions but {len(n_refs)} reference "
-                                 "lists")
         lists: tuple[list[str | None], list[list[str | None]]] | None = None
-        if not arrow:
-            lists = _prediction_list(predictions), _reference_lists(references)
-            if len(lists[1]) != len(lists[0]):
-                raise ValueError(f"{len(lists[0])} predictions but {len(lists[1])} reference "
-                                 "lists")
-            n_refs = np.fromiter((len(r) for r in lists[1]), dtype=np.int32,
-                                 count=len(lists[1]))
-        columns: dict[str, np.ndarray] = {"n_references": n_refs}
+        if arrow:
+            n = len(predictions)
+            n_references = np.asarray(pc.list_value_length(references).fill_null(0),
+                                      dtype=np.int32)
+        else:
+            lists = (text_list(predictions), reference_lists(references))
+            n = len(lists[0])
+            n_references = np.fromiter((len(r) for r in lists[1]), dtype=np.int32,
+                                       count=len(lists[1]))
+        if len(n_references) != n:
+            raise ValueError(f"{n} predictions but {len(n_references)} reference lists")
+        columns: dict[str, np.ndarray] = {"n_references": n_references}
         truncated: np.ndarray | None = None
         counts: dict[str, int] = {}
         options = self.settings.option_map
         for family, metrics in self._families:
             if arrow and getattr(family, "reads_arrow", False):
-                out = family.score(predictions, ref_array, metrics, options)
+                out = family.score(predictions, cast(Any, references), metrics, options)
             else:
-                if lists is None:  # Python strings only for families that need them
-                    lists = _prediction_list(predictions), _reference_lists(references)
+                if lists is None:  # converted once for every family that reads lists
+                    lists = (text_list(predictions), reference_lists(references))
                 out = family.score(lists[0], lists[1], metrics, options)
             columns.update(out.columns)
             if out.truncated is not None:
@@ -373,33 +366,6 @@ def _output_schema(specs: Sequence[MetricSpec]) -> pa.Schema:
         if s.has_reference_index:
             fields.append(pa.field(f"{s.name}_reference_index", pa.int32()))
     return pa.schema(fields)
-
-
-def _prediction_list(predictions: Any) -> list[str | None]:
-    if isinstance(predictions, (pa.Array, pa.ChunkedArray)):
-        return predictions.to_pylist()
-    return list(predictions)
-
-
-def _reference_lists(references: Any) -> list[list[str | None]]:
-    """N lists of reference texts from a list of lists or an Arrow list array (null: [])."""
-    if isinstance(references, pa.ChunkedArray):
-        references = references.combine_chunks()
-    if isinstance(references, pa.Array):
-        lists = references.fill_null([]) if references.null_count else references
-        offsets = np.asarray(lists.offsets, dtype=np.int64)
-        flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
-        rel = (offsets - offsets[0]).tolist()
-        return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
-    if isinstance(references, str):
-        raise TypeError("references must be a list of reference texts per prediction, not a str")
-    out = []
-    for i, r in enumerate(references):
-        if isinstance(r, str):
-            raise TypeError("references must hold a list of reference texts per prediction; "
-                            f"item {i} is a str")
-        out.append([] if r is None else list(r))
-    return out
 
 
 METRICS = registry.names()

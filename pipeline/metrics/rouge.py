@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
 from pipeline.tokenizers import STEMMERS, TOKENIZERS, get_tokenizer, tokenize_batch
 
 NAMES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
@@ -102,9 +102,9 @@ class Rouge:
     name: str = "rouge"
     names: tuple[str, ...] = NAMES
     options: tuple[Option, ...] = OPTIONS
-    # score() also takes Arrow arrays (a string array, a list<string> array): the
-    # rouge-score tokenizer then reads their UTF-8 buffer in place.
-    reads_arrow: bool = True
+    # Arrow batches come as they are (see MetricFamily): the rouge-score tokenizer reads
+    # their UTF-8 buffer in place.
+    reads_arrow = True
 
     def serves(self, metric: str) -> bool:
         """True for rouge1..rouge9, rougeL and rougeLsum."""
@@ -128,10 +128,13 @@ class Rouge:
             fields["maxtok"] = str(options["max_tokens"])
         return fields
 
-    def score(self, predictions: Sequence[str | None],
-              references: Sequence[Sequence[str | None]], metrics: Sequence[str],
+    def score(self, predictions: Sequence[str | None] | Any,
+              references: Sequence[Sequence[str | None]] | Any, metrics: Sequence[str],
               options: Mapping[str, Any]) -> FamilyScores:
         """Score ROUGE metrics; texts over ``options["max_tokens"]`` tokens are cut.
+
+        ``predictions`` and ``references`` may be Python lists or Arrow arrays (a string
+        array and a list<string> array).
 
         Each prediction is tokenized once and each reference once, whatever the number of
         references and metrics. Warns :class:`ZeroTokenWarning` when texts with visible
@@ -151,8 +154,8 @@ class Rouge:
                 if ROUGE_LSUM in codes:
                     one_line = _count_one_line(texts)
             else:
-                predictions = predictions.to_pylist()
-                references = [r or [] for r in references.to_pylist()]
+                predictions = text_list(predictions)
+                references = reference_lists(references)
         if not isinstance(predictions, pa.Array | pa.ChunkedArray):
             n = len(predictions)
             n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
