@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import re
 import secrets
 import time
@@ -99,6 +100,7 @@ def score(
     run_id: str | None = None,
     overwrite: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    defer_engine_stop: bool = False,
 ) -> ScoreRun:
     """Score Parquet predictions against references and write a run directory.
 
@@ -124,6 +126,9 @@ def score(
         overwrite: replace a complete existing output.
         progress: called as ``progress(stage, done, total)`` after each partition of the
             ``check`` and ``score`` stages.
+        defer_engine_stop: stop a local Ray instance started for the run when the process
+            exits rather than before returning (the CLI prints the result first; Ray's
+            shutdown takes 1-2 s). ``manifest["seconds"]`` then has no ``engine_stop``.
 
     Returns:
         A :class:`ScoreRun`.
@@ -142,7 +147,13 @@ def score(
 
     """
     from pipeline import __version__
-    from pipeline.engine import aggregate_examples, execute, make_plan, make_runner
+    from pipeline.engine import (
+        aggregate_examples,
+        choose_engine,
+        execute,
+        make_plan,
+        make_runner,
+    )
     from pipeline.engine.resume import run_key
     from pipeline.engine.tasks import SKIP_REASONS
     from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
@@ -170,10 +181,11 @@ def score(
     seconds = {"plan": time.perf_counter() - t0}
     try:
         t = time.perf_counter()
-        runner = make_runner(cfg)
+        chosen, reason = choose_engine(cfg, plan)
+        runner = make_runner(cfg, chosen)
         seconds["engine_start"] = time.perf_counter() - t
         try:
-            engine = runner.describe()
+            engine = {**runner.describe(), "requested": cfg.engine, "reason": reason}
             ran = execute(plan, cfg, runner, out, run_id=run_id, progress=progress)
             seconds.update(ran.seconds)
             t = time.perf_counter()
@@ -182,9 +194,12 @@ def score(
                                      [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts])
             seconds["aggregate"] = time.perf_counter() - t
         finally:
-            t = time.perf_counter()
-            runner.close()
-            seconds["engine_stop"] = time.perf_counter() - t
+            if defer_engine_stop:
+                atexit.register(runner.close)
+            else:
+                t = time.perf_counter()
+                runner.close()
+                seconds["engine_stop"] = time.perf_counter() - t
         t = time.perf_counter()
         signature = str(ran.signature)
         agg_size = write_parquet(agg, out.staged(AGGREGATE_FILE),
@@ -361,7 +376,7 @@ def explain(
     :class:`pipeline.Scorer`), or a run's example (``run_dir`` and ``example_id``): its
     texts (prediction from the run when kept with ``--keep-text``, else from the run's
     inputs; references from the inputs) with the run's settings, which given settings
-    override. See :func:`pipeline.explain.explain` for what is explained.
+    override. See :func:`pipeline.explanation.explain` for what is explained.
 
     Args:
         prediction: the prediction text.
@@ -378,15 +393,15 @@ def explain(
         max_tokens: as :class:`pipeline.Scorer`.
 
     Returns:
-        A :class:`pipeline.explain.Explanation` (``.to_document()`` is the JSON form).
+        A :class:`pipeline.explanation.Explanation` (``.to_document()`` is the JSON form).
 
     Raises:
         ConfigError: texts and a run both given or neither; no reference; bad settings.
         InputError: an incomplete run, an id not in the run, texts that cannot be read.
 
     """
-    from pipeline.explain import explain as explain_texts
-    from pipeline.explain import run_settings
+    from pipeline.explanation import explain as explain_texts
+    from pipeline.explanation import run_settings
 
     given = {"metrics": metrics, "tokenizer": tokenizer, "stemmer": stemmer,
              "case_sensitive": case_sensitive, "multi_reference": multi_reference,

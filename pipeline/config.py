@@ -32,7 +32,7 @@ from pipeline.values import (
     as_str,
 )
 
-ENGINES = ("ray", "local")
+ENGINES = ("auto", "ray", "local")
 DEFAULT_SEED = 12345
 # What to do with ids present on one side only, empty reference lists and over-long texts.
 ON_MISSING = ("error", "skip", "zero")
@@ -101,7 +101,9 @@ class ScoreConfig:
             counted, as with ``skip``).
         on_empty_references: examples whose reference list is null or empty, or holds a
             null reference: ``error`` or ``skip`` (left out and counted).
-        engine: ``ray`` (local instance or a cluster) or ``local`` (in-process, no Ray).
+        engine: ``auto`` (in-process for small inputs, else Ray; always Ray with an
+            address: see :func:`pipeline.engine.run.choose_engine`), ``ray`` (local
+            instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
         num_cpus: CPUs of a local Ray instance; None means every CPU of this machine.
         partition_rows: predictions rows per work partition (the number of partitions is
@@ -127,7 +129,7 @@ class ScoreConfig:
     seed: int = DEFAULT_SEED
     on_missing: str = "error"
     on_empty_references: str = "error"
-    engine: str = "ray"
+    engine: str = "auto"
     address: str | None = None
     num_cpus: int | None = None
     partition_rows: int = 50_000

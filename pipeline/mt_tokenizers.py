@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from pipeline.compiled import lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 
 MT_TOKENIZERS = ("13a", "intl", "zh", "char", "none")
@@ -190,7 +190,7 @@ def _prepare_13a(line: str) -> str:
     return line
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _split_single(src, n, dst, flags, flag):
     # (X) -> " X " for every character with ``flag``
     m = 0
@@ -207,7 +207,7 @@ def _split_single(src, n, dst, flags, flag):
     return m
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _split_pair(src, n, dst, flags, flag_a, want_a, flag_b, want_b, space_before):
     # re.sub of a two-character pattern (A)(B), scanning left to right without overlaps:
     # A is "flags & flag_a == want_a", B likewise. space_before: " \1 \2" else "\1 \2 ".
@@ -234,7 +234,7 @@ def _split_pair(src, n, dst, flags, flag_a, want_a, flag_b, want_b, space_before
     return m
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _token_hash(buf, start, end):
     h = np.uint64(1469598103934665603)
     for k in range(start, end):
@@ -242,7 +242,7 @@ def _token_hash(buf, start, end):
     return h ^ (h >> np.uint64(29))
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _grow_types(slots, chars, type_offsets, n_types):
     # a table twice the size, every known token re-placed
     slots = np.full(2 * slots.shape[0], -1, np.int32)
@@ -255,7 +255,7 @@ def _grow_types(slots, chars, type_offsets, n_types):
     return slots
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _intern(buf, start, end, slots, chars, type_offsets, n_types, n_chars):
     # id of buf[start:end] in the batch vocabulary, adding it when new; returns
     # (id, n_types, n_chars) after the call. slots: open addressing, at most half full.
@@ -283,7 +283,7 @@ def _intern(buf, start, end, slots, chars, type_offsets, n_types, n_chars):
         s = (s + 1) & np.int64(mask)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _fit(buf, size):
     # buf when it holds size values, else a bigger one (contents not kept)
     if buf.shape[0] >= size:
@@ -291,7 +291,7 @@ def _fit(buf, size):
     return np.empty(2 * size, np.int32)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _tokenize(cps, offsets, mode, flags, intl):
     n_texts = offsets.shape[0] - 1
     total = cps.shape[0]

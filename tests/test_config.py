@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,22 @@ def test_a_config_file_over_the_size_limit_is_refused(tmp_path):
 def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
     err = _refused(tmp_path, "seed: 1\ntokenizer: caf\u00e9\n".encode("latin-1"))
     assert "is not UTF-8 text (byte 22: " in err
+
+
+def test_auto_engine_choice(monkeypatch):
+    from types import SimpleNamespace
+
+    from pipeline.engine.run import AUTO_RAY_MIN_ROWS, choose_engine
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not initialized here
+    small = SimpleNamespace(prediction_rows=AUTO_RAY_MIN_ROWS - 1)
+    large = SimpleNamespace(prediction_rows=AUTO_RAY_MIN_ROWS)
+    assert choose_engine(ScoreConfig(), small)[0] == "local"
+    assert choose_engine(ScoreConfig(), large) == (
+        "ray", f"auto: {AUTO_RAY_MIN_ROWS:,} prediction rows >= {AUTO_RAY_MIN_ROWS:,}")
+    assert choose_engine(ScoreConfig(address="10.0.0.1:6379"), small) == (
+        "ray", "auto: a Ray cluster address is set")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert choose_engine(ScoreConfig(), small)[0] == "ray"
+    assert choose_engine(ScoreConfig(engine="local"), large) == ("local", "--engine local")

@@ -265,7 +265,7 @@ def test_a_killed_driver_is_resumed_redoing_only_unfinished_partitions(clean_run
         out = tmp / "runs" / "run"
         out.parent.mkdir()
         command += ["score", PREDS, "--references", REFS, "--output", str(out),
-                    "--config", str(tmp / "settings.yaml")]
+                    "--config", str(tmp / "settings.yaml"), "--engine", "ray"]
         env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", ENV_VAR)}
         env["TMPDIR"] = str(tmp)  # Ray's temp dir, and a mark on every process it starts
 

@@ -149,6 +149,30 @@ def test_ray_and_local_engines_write_the_same_examples(ray_run, tmp_path):
     assert a.equals(b)
 
 
+def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(ray_run, tmp_path):
+    """The default engine (auto) on the bundled data, in its own process: in-process."""
+    out, _, _ = ray_run
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from pipeline.cli import main; main()", "score", PREDS,
+         "--references", REFS, "--output", str(tmp_path / "auto"), "--group-by", "system",
+         "--config", str(out.parent / "four-partitions.yaml"), "--threshold",
+         "rougeL.fmeasure=0.3"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "(in-process)" in proc.stdout.splitlines()[0]
+    engine = json.loads((tmp_path / "auto" / "manifest.json").read_text())["engine"]
+    assert engine["engine"] == "local" and engine["requested"] == "auto"
+    assert engine["reason"] == "auto: 2,500 prediction rows < 200,000"
+    names = sorted(p.name for p in (out / "examples").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "auto" / "examples").iterdir())
+    for name in names:
+        a = pq.read_table(out / "examples" / name).drop_columns(["run_id"])
+        b = pq.read_table(tmp_path / "auto" / "examples" / name).drop_columns(["run_id"])
+        assert a.equals(b), name
+    assert pq.read_table(out / "aggregate.parquet").equals(
+        pq.read_table(tmp_path / "auto" / "aggregate.parquet"))
+
+
 def test_an_input_error_raised_on_a_worker_keeps_its_class(local_ray, tmp_path):
     pq.write_table(pa.table({"id": ["a", None], "prediction": ["x", "y"],
                              "references": [["x"], ["y"]]}), tmp_path / "p.parquet")
@@ -160,7 +184,7 @@ def test_an_input_error_raised_on_a_worker_keeps_its_class(local_ray, tmp_path):
 
 
 def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
-    """The README's main command, as a user runs it (its own Ray, started and stopped)."""
+    """The README's main command on Ray, as a user runs it (its own Ray, started, stopped)."""
     overlap = Path(sys.executable).with_name("overlap")
     if not overlap.exists():
         pytest.skip("the overlap console script is not installed")
@@ -172,7 +196,7 @@ def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
         proc = subprocess.run(
             [str(overlap), "score", "pipeline/data/realsumm/predictions", "--references",
              "pipeline/data/realsumm/references.parquet", "--output", f"{tmp}/runs/realsumm",
-             "--group-by", "system", "--overwrite"],
+             "--group-by", "system", "--overwrite", "--engine", "ray"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""  # no banner, no token notice, no worker logs

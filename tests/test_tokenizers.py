@@ -67,3 +67,42 @@ def test_errors_survive_pickling_with_exit_code_and_hint(cls):
     err = pickle.loads(pickle.dumps(cls("bad thing in f.parquet", hint="did you mean x?")))
     assert type(err) is cls and str(err) == "bad thing in f.parquet (did you mean x?)"
     assert err.exit_code == cls.exit_code and err.hint == "did you mean x?"
+
+
+def test_arrow_input_is_tokenized_like_python_strings():
+    import pyarrow as pa
+
+    from pipeline.metrics.rouge import _SEVERAL_SENTENCES, _count_one_line
+    from pipeline.tokenizers import get_tokenizer, tokenize_batch
+
+    texts = ["The Cat sat.\nOn the mat", None, "", "  \n ", "naïve café x\u00a0y", "a\0b",
+             "\u0130stanbul KELVIN \u212a", "日本語 text", "end. Next one! And? no",
+             "x" * 20 + " " + "y" * 9, "Mr. X.\u2003Y", "a .\u0085b"]
+    for case_sensitive in (False, True):
+        tok = get_tokenizer("rouge-score", case_sensitive=case_sensitive)
+        for stemmer in ("none", "porter"):
+            for arr in (pa.array(texts), pa.array(texts, pa.large_string()),
+                        pa.array(["pad"] + texts).slice(1)):
+                a = tokenize_batch(arr, tokenizer=tok, stemmer=stemmer)
+                b = tokenize_batch(texts, tokenizer=tok, stemmer=stemmer)
+                assert a.tokens.tolist() == b.tokens.tolist()
+                assert a.line_offsets.tolist() == b.line_offsets.tolist()
+                assert a.text_line_offsets.tolist() == b.text_line_offsets.tolist()
+                assert (a.vocab_size, a.n_zero_token_texts) == (b.vocab_size,
+                                                                b.n_zero_token_texts)
+    expected = sum(1 for t in texts if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
+    assert _count_one_line(pa.array(texts, pa.large_string())) == expected == 3
+
+
+def test_the_re2_space_class_is_pythons():
+    import re
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.metrics.rouge import _SPACE_CLASS
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    python = [bool(re.fullmatch(r"\s", c)) for c in chars]
+    re2 = pc.match_substring_regex(pa.array(chars), f"^[{_SPACE_CLASS}]$").to_pylist()
+    assert re2 == python

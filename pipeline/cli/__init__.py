@@ -33,6 +33,13 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+# Each command's module, imported only when that command runs (or help lists it), so that
+# `overlap score` does not pay for compare's, publish's or report's imports.
+_COMMANDS = {"compare": "pipeline.cli.compare", "explain": "pipeline.cli.explain",
+             "publish": "pipeline.cli.publish", "report": "pipeline.cli.report",
+             "score": "pipeline.cli.score", "signature": "pipeline.cli.score"}
+
+
 class _Main(click.Group):
     """The command group: turns Ctrl-C and SIGTERM into one line and exit 130 / 143.
 
@@ -40,6 +47,16 @@ class _Main(click.Group):
     stopped and its temp dir removed); a score run's staging directory stays, so that
     running the same command again resumes it.
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _COMMANDS and cmd_name not in self.commands:
+            import importlib
+
+            importlib.import_module(_COMMANDS[cmd_name])
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         previous = None
@@ -74,10 +91,3 @@ class _Main(click.Group):
 @click.version_option(__version__, prog_name="overlap")
 def main() -> None:
     """Score word-overlap metrics (ROUGE) exactly and at scale, and compare runs."""
-
-
-from pipeline.cli import compare as _compare  # noqa: E402,F401 - registers `overlap compare`
-from pipeline.cli import explain as _explain  # noqa: E402,F401 - registers `overlap explain`
-from pipeline.cli import publish as _publish  # noqa: E402,F401 - registers `overlap publish`
-from pipeline.cli import report as _report  # noqa: E402,F401 - registers `overlap report`
-from pipeline.cli import score as _score  # noqa: E402,F401 - registers `overlap score`, `overlap signature`

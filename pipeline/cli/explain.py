@@ -55,7 +55,7 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
     Exit codes: 0 ok, 2 bad usage or input.
     """
     from pipeline import api
-    from pipeline.explain import format_explanation
+    from pipeline.explanation import format_explanation
 
     try:
         explanation = api.explain(

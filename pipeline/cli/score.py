@@ -151,8 +151,9 @@ def _rouge155_mapping(flags: str) -> list[str]:
               help="Texts over --max-tokens: truncate (cut, flag in column 'truncated', "
                    "count) or error.  [default: truncate]")
 @click.option("--engine", type=_Choice(ENGINES),
-              help="ray (local instance or --address) or local (in-process, small inputs).  "
-                   "[default: ray]")
+              help="auto (in-process below 200,000 prediction rows, else Ray; Ray whenever "
+                   "an address is set), ray (local instance or --address) or local "
+                   "(in-process).  [default: auto]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
                                 "local Ray sized to this machine.")
 @click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
@@ -164,10 +165,10 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
                   overwrite: bool, **flags: Any) -> None:
     """Score PREDICTIONS (Parquet file, directory of shards or glob) against references.
 
-    Joins predictions and references by id, scores every example on Ray workers (or
-    in-process with --engine local) and writes DIR/examples/part-*.parquet,
-    DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
-    their bootstrap intervals.
+    Joins predictions and references by id, scores every example (in-process for small
+    inputs, on Ray workers for large ones or a cluster: see --engine) and writes
+    DIR/examples/part-*.parquet, DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS
+    (last). Prints the means with their bootstrap intervals.
 
     Exit codes: 0 ok, 2 bad usage or input, 3 output exists (use --overwrite),
     4 execution failure.
@@ -185,7 +186,7 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         # task's retry, with its traceback, on stdout) goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             run = score(predictions, references=references, output=output, config=config,
-                        run_id=run_id, overwrite=overwrite,
+                        run_id=run_id, overwrite=overwrite, defer_engine_stop=True,
                         progress=progress.update if progress else None)
     except PipelineError as err:
         if progress:
@@ -313,7 +314,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
     counts = manifest["counts"]
     engine = manifest["engine"]
     if engine["engine"] == "local":
-        where = "in-process, --engine local"
+        where = "in-process" + (", --engine local" if engine.get("requested") == "local"
+                                else "")
     else:
         where = (f"Ray cluster at {engine['address']}" if engine.get("address")
                  else "local Ray") + f", {engine.get('num_cpus', 0)} CPUs"

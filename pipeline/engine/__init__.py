@@ -5,6 +5,13 @@ The engines (in-process or on Ray) sit behind one small interface,
 """
 
 from pipeline.engine.plan import Plan, make_plan
-from pipeline.engine.run import Execution, aggregate_examples, execute, make_runner
+from pipeline.engine.run import (
+    Execution,
+    aggregate_examples,
+    choose_engine,
+    execute,
+    make_runner,
+)
 
-__all__ = ["Execution", "Plan", "aggregate_examples", "execute", "make_plan", "make_runner"]
+__all__ = ["Execution", "Plan", "aggregate_examples", "choose_engine", "execute", "make_plan",
+           "make_runner"]

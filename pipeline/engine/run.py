@@ -12,16 +12,16 @@ done, no input is read at all.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.aggregate import MapChunks, aggregate, value_columns
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
 from pipeline.engine.faults import faults_from_env
@@ -44,12 +44,18 @@ from pipeline.io.read import read_columns
 from pipeline.io.write import EXAMPLES_DIR, OutputDir
 from pipeline.signature import Signature
 
+if TYPE_CHECKING:  # the aggregate (and its compiled bootstrap) is imported when it runs
+    from pipeline.aggregate import MapChunks
+
 # progress(stage, done, total): stage is "check" or "score"; done/total count partitions.
 Progress = Callable[[str, int, int], None]
 # Below this many resample draws (examples x resamples x levels) the bootstrap runs on the
 # driver: spreading it costs more than it saves (measured: 100k rows x 1000 resamples take
 # ~1.3 s on the driver; 1M rows ~14 s, half that over 2 workers). Same result either way.
 DISTRIBUTE_MIN_DRAWS = 200_000_000
+# The engine "auto" runs inputs of at least this many prediction rows on a local Ray, smaller
+# ones in-process (see README, "Engines": measured break-even on a 2-core machine).
+AUTO_RAY_MIN_ROWS = 200_000
 
 
 @dataclass
@@ -244,6 +250,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
         InputError: no example.
 
     """
+    from pipeline.aggregate import aggregate, value_columns
+
     numeric = read_columns(example_files, [config.id_column, *config.group_by,
                                            *value_columns(config.metrics, config.thresholds)])
     # Resample rows in id order, so that intervals do not depend on how the run was
@@ -257,14 +265,41 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
                      map_chunks=chunk_mapper(runner) if distribute else None)
 
 
-def make_runner(config: ScoreConfig) -> Runner:
-    """Start the runner the settings ask for: in-process, a local Ray, or a Ray cluster.
+def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
+    """Decide where a run goes: ``("local" or "ray", why)``.
+
+    ``auto`` runs on Ray when a cluster address is given (``--address``, ``RAY_ADDRESS``),
+    when Ray is already initialized in this process (a notebook, a test session: nothing to
+    start) or when the input has at least :data:`AUTO_RAY_MIN_ROWS` prediction rows, and
+    in-process otherwise: below that size a local Ray's fixed cost (start, worker
+    processes, stop) exceeds what the machine's other cores save.
+    """
+    if config.engine != "auto":
+        return config.engine, f"--engine {config.engine}"
+    if config.resolved_address():
+        return "ray", "auto: a Ray cluster address is set"
+    ray = sys.modules.get("ray")  # never imported just to ask
+    if ray is not None and ray.is_initialized():
+        return "ray", "auto: Ray is already initialized in this process"
+    rows = plan.prediction_rows
+    if rows >= AUTO_RAY_MIN_ROWS:
+        return "ray", f"auto: {rows:,} prediction rows >= {AUTO_RAY_MIN_ROWS:,}"
+    return "local", f"auto: {rows:,} prediction rows < {AUTO_RAY_MIN_ROWS:,}"
+
+
+def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
+    """Start a runner: in-process, a local Ray, or a Ray cluster.
+
+    Args:
+        config: the run's settings.
+        engine: ``local`` or ``ray`` (from :func:`choose_engine`); None: ``config.engine``,
+            with ``auto`` taken as ``ray``.
 
     Raises:
         ExecutionError: Ray could not start or the cluster could not be reached.
 
     """
-    if config.engine == "local":
+    if (engine or config.engine) == "local":
         from pipeline.engine.local import LocalRunner
 
         return LocalRunner()

@@ -12,33 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-
-
-@njit(cache=True, nogil=True)
-def _mix64(x):
-    # SplitMix64 finalizer (Steele, Lea & Flood 2014): spreads low-entropy inputs.
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-@njit(cache=True, nogil=True)
-def _hash_bytes(offsets, data, out):
-    for i in range(len(out)):
-        h = _FNV_OFFSET
-        for j in range(offsets[i], offsets[i + 1]):
-            h = (h ^ np.uint64(data[j])) * _FNV_PRIME
-        out[i] = _mix64(h)
-
-
-@njit(cache=True, nogil=True)
-def _hash_ints(values, out):
-    for i in range(len(out)):
-        out[i] = _mix64(np.uint64(values[i]))
+from pipeline.compiled import kernel
 
 
 def hash_ids(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -62,7 +37,8 @@ def hash_ids(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if not len(ids):
         return out
     if pa.types.is_integer(ids.type):
-        _hash_ints(np.asarray(pc.cast(ids, pa.int64()), dtype=np.int64).view(np.uint64), out)
+        kernel("hash_ints")(np.asarray(pc.cast(ids, pa.int64()), dtype=np.int64).view(np.uint64),
+                             out)
         return out
     if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type) \
             or pa.types.is_binary(ids.type) or pa.types.is_large_binary(ids.type):
@@ -71,7 +47,7 @@ def hash_ids(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
         offsets = np.frombuffer(buffers[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
         data = (np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None
                 else np.zeros(0, dtype=np.uint8))
-        _hash_bytes(offsets, data, out)
+        kernel("hash_bytes")(offsets, data, out)
         return out
     raise TypeError(f"ids of type {ids.type} cannot be hashed; use strings or integers")
 

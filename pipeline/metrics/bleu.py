@@ -22,8 +22,8 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from pipeline.compiled import lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
@@ -53,7 +53,7 @@ OPTIONS = (
 _LOG_ZERO = -9999999999.0  # sacrebleu's my_log(0)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _bleu(stats, smooth, smooth_value, effective_order):
     # sacrebleu's BLEU.compute_bleu on one row [sys_len, ref_len, correct * 4, total * 4],
     # operation for operation. smooth: 0 none, 1 floor, 2 add-k, 3 exp.
@@ -95,7 +95,7 @@ def _bleu(stats, smooth, smooth_value, effective_order):
     return bp * math.exp(log_sum / eff_order)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _bleu_rows(stats, smooth, smooth_value, effective_order):
     out = np.empty(stats.shape[0])
     for i in range(stats.shape[0]):
@@ -156,7 +156,7 @@ def corpus_bleu_score(stats: np.ndarray, *, smooth: str = "exp",
                                 effective_order=False)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _segment_statistics(ids, offsets, n_predictions, ref_offsets):
     # texts 0..N-1 are the predictions, N + ref_offsets[i] .. N + ref_offsets[i+1] - 1 the
     # references of example i. Per example one table of the references' n-grams: each

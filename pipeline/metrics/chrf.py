@@ -24,8 +24,8 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from pipeline.compiled import lazy_njit
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
 from pipeline.mt_tokenizers import tokenize_batch
@@ -49,7 +49,7 @@ def statistics(metric: str) -> tuple[tuple[str, str], ...]:
                  for s in ("prediction_ngrams", "reference_ngrams", "matches"))
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _f_score(stats, beta):
     # sacrebleu's CHRF._compute_f_score (eps_smoothing=False), operation for operation
     eps = 1e-16
@@ -80,7 +80,7 @@ def _f_score(stats, beta):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _f_rows(stats, beta):
     out = np.empty(stats.shape[0])
     for i in range(stats.shape[0]):
@@ -118,7 +118,7 @@ def corpus_chrf_score(stats: np.ndarray) -> np.ndarray:
     return chrf_from_statistics(stats, beta=BETA)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _pair_stats(ids, hyp_lo, hyp_len, ref_lo, ref_len, max_order, slot_pos, slot_order,
                 slot_cnt, used, out, k):
     # [hyp, ref, match] of orders 1..max_order between a prediction and one reference,
@@ -158,7 +158,7 @@ def _pair_stats(ids, hyp_lo, hyp_len, ref_lo, ref_len, max_order, slot_pos, slot
         out[k + 3 * n + 1] = n_ref
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _scratch(offsets, first, max_order):
     # an empty table big enough for the largest text from index ``first`` on
     longest = 0
@@ -169,7 +169,7 @@ def _scratch(offsets, first, max_order):
             np.empty(longest * max_order + 1, np.int64))
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _segment_statistics(cids, coffs, wids, woffs, word_order, n_predictions, ref_offsets,
                         beta):
     # texts 0..N-1 are the predictions, N + ref_offsets[i] .. the references of example i

@@ -9,25 +9,26 @@ stays small (in cache) whatever the batch size.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from pipeline.compiled import lazy_njit
 
 _BASIS = np.uint64(1469598103934665603)
 _PRIME = np.uint64(1099511628211)
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def extend_hash(h, token):
     """The hash of an n-gram extended by one token (FNV-1a step over token ids)."""
     return (h ^ np.uint64(token)) * _PRIME
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def start_hash():
     """The hash of the empty n-gram."""
     return _BASIS
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def probe(ids, p, order, h, slot_pos, slot_order, mask):
     """The slot of the n-gram ``ids[p:p+order+1]``, or the empty slot where it would go.
 
@@ -60,7 +61,7 @@ def probe(ids, p, order, h, slot_pos, slot_order, mask):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def table_mask(n_entries):
     """Mask (size - 1) of the smallest power-of-two table at most half full with n_entries."""
     size = 16

@@ -15,14 +15,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from pipeline.compiled import kernel
 from pipeline.errors import ConfigError
 from pipeline.metrics import rouge155
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
-from pipeline.metrics.batch import ROUGE_L, ROUGE_LSUM, score_pairs
 from pipeline.tokenizers import STEMMERS, TOKENIZERS, get_tokenizer, tokenize_batch
 
 NAMES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
+# Metric codes of the batch kernel (pipeline.metrics.batch, not imported: it imports numba):
+# n for rougeN.
+ROUGE_L = 0
+ROUGE_LSUM = -1
 _NAME = re.compile(r"rouge([1-9])|rougeL|rougeLsum")
 MULTI_REFERENCE_RULES = ("max", "mean", "pooled", "best-recall")
 SENTENCE_SPLITS = ("newline", "punctuation")
@@ -100,7 +106,9 @@ class Rouge:
     name: str = "rouge"
     names: tuple[str, ...] = NAMES
     options: tuple[Option, ...] = OPTIONS
-    reads_arrow = True  # Arrow batches come as they are (see MetricFamily)
+    # Arrow batches come as they are (see MetricFamily): the rouge-score tokenizer reads
+    # their UTF-8 buffer in place.
+    reads_arrow = True
 
     def serves(self, metric: str) -> bool:
         """True for rouge1..rouge9, rougeL and rougeLsum."""
@@ -155,28 +163,40 @@ class Rouge:
         characters yield no token and :class:`SentenceSplitWarning` when rougeLsum meets
         several sentences on one line (both also counted in ``counts``).
         """
-        predictions = text_list(predictions)
-        references = reference_lists(references)
         if options["tokenizer"] == "rouge155":
-            return rouge155.FAMILY.score(predictions, references, metrics, options)
-        n = len(predictions)
-        n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
-        texts = predictions + [t for r in references for t in r]
+            return rouge155.FAMILY.score(text_list(predictions), reference_lists(references),
+                                         metrics, options)
+        tokenizer = get_tokenizer(options["tokenizer"], case_sensitive=options["case_sensitive"])
         codes = np.array([_code(m) for m in metrics], dtype=np.int64)
         one_line = 0
-        if ROUGE_LSUM in codes:
-            if options["sentence_split"] == "punctuation":
-                texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
+        texts: Sequence[str | None] | pa.Array
+        if isinstance(predictions, pa.Array | pa.ChunkedArray) \
+                and isinstance(references, pa.Array | pa.ChunkedArray):
+            if tokenizer.reads_bytes and options["sentence_split"] == "newline":
+                n_refs, flat = _flatten_arrow(references)
+                texts = pa.concat_arrays([_large_strings(predictions), flat])
+                n = len(predictions)
+                if ROUGE_LSUM in codes:
+                    one_line = _count_one_line(texts)
             else:
-                one_line = sum(1 for t in texts
-                               if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
-                if one_line:
-                    warnings.warn(
-                        f"{one_line} texts have several sentences but no newline: rougeLsum "
-                        "splits sentences on '\\n' only, so for them it equals rougeL (put one "
-                        "sentence per line, or use sentence_split='punctuation')",
-                        SentenceSplitWarning, stacklevel=3)
-        tokenizer = get_tokenizer(options["tokenizer"], case_sensitive=options["case_sensitive"])
+                predictions = text_list(predictions)
+                references = reference_lists(references)
+        if not isinstance(predictions, pa.Array | pa.ChunkedArray):
+            n = len(predictions)
+            n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
+            texts = list(predictions) + [t for r in references for t in r]
+            if ROUGE_LSUM in codes:
+                if options["sentence_split"] == "punctuation":
+                    texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
+                else:
+                    one_line = sum(1 for t in texts
+                                   if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
+        if one_line:
+            warnings.warn(
+                f"{one_line} texts have several sentences but no newline: rougeLsum "
+                "splits sentences on '\\n' only, so for them it equals rougeL (put one "
+                "sentence per line, or use sentence_split='punctuation')",
+                SentenceSplitWarning, stacklevel=3)
         batch = tokenize_batch(texts, tokenizer=tokenizer, stemmer=options["stemmer"])
         truncated = None
         max_tokens = options.get("max_tokens")
@@ -192,7 +212,7 @@ class Rouge:
                           stacklevel=3)
         pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
         pair_ref = np.arange(n, len(texts), dtype=np.int64)
-        stats = score_pairs(batch.tokens, batch.line_offsets, batch.text_line_offsets,
+        stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
                             pair_pred, pair_ref, codes, batch.vocab_size)
         combined = combine_references(stats, n_refs, rule=options["multi_reference"])
         columns = {}
@@ -202,6 +222,34 @@ class Rouge:
         return FamilyScores(columns, truncated,
                             {"zero_token_texts": batch.n_zero_token_texts,
                              "one_line_multi_sentence_texts": one_line})
+
+
+def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    return texts if texts.type == pa.large_string() else pc.cast(texts, pa.large_string())
+
+
+def _flatten_arrow(references: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """References per example (int64, N) and the reference texts in order (large_string)."""
+    if isinstance(references, pa.ChunkedArray):
+        references = references.combine_chunks()
+    lists = references.fill_null([]) if references.null_count else references
+    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    return np.diff(offsets), _large_strings(lists.values[offsets[0]:offsets[-1]])
+
+
+# Python's \s in a str pattern (str.isspace()), spelled out for RE2, whose \s is ASCII only.
+_SPACE_CLASS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}"
+                r"\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}")
+_SEVERAL_SENTENCES_RE2 = f"[.!?][{_SPACE_CLASS}]+[^{_SPACE_CLASS}]"
+
+
+def _count_one_line(texts: pa.Array) -> int:
+    """Texts with several sentences but no newline (``_SEVERAL_SENTENCES`` on Arrow)."""
+    several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
+                      pc.invert(pc.match_substring(texts, "\n")))
+    return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
 
 
 def combine_references(

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from pipeline.compiled import lazy_njit
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 
 NAMES = ("token_f1", "exact_match")
@@ -41,7 +41,7 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _score(ids, offsets, n_predictions, ref_offsets, n_types):
     # texts 0..N-1 are the predictions, N + ref_offsets[i] .. the references of example i
     counts = np.zeros((n_predictions, 3), np.int64)

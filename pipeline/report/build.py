@@ -4,7 +4,7 @@ Reads what the run holds (manifest, ``aggregate.parquet``, the examples' score c
 follows it: every (metric, measure) of the aggregate gets its table rows and histogram,
 whatever metrics the run has. With a baseline, :func:`pipeline.compare.compare_runs` gives
 the table, the per-example deltas and the examples that moved most; their texts are read
-(:mod:`pipeline.report.texts`) and explained (:func:`pipeline.explain.explain`) to mark the
+(:mod:`pipeline.report.texts`) and explained (:func:`pipeline.explanation.explain`) to mark the
 matched words.
 """
 
@@ -192,7 +192,7 @@ def _compare_section(result: Any) -> list[str]:
 
 def _explain_pair(prediction: str | None, references: list[str | None], metric: str,
                   config: dict[str, Any]) -> Any | None:
-    from pipeline.explain import explain, run_settings
+    from pipeline.explanation import explain, run_settings
 
     if prediction is None or not references:
         return None

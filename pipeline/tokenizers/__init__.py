@@ -54,6 +54,11 @@ class Tokenizer:
     _to_bytes: Callable[[str], bytes] | None = None
     _byte_table: np.ndarray | None = None
 
+    @property
+    def reads_bytes(self) -> bool:
+        """True when texts are tokenized from their UTF-8 bytes by the compiled byte table."""
+        return self._to_bytes is not None and self._byte_table is not None
+
     def normalize(self, text: str) -> str:
         """Return the text as the splitter sees it (case-folded and/or NFKC-normalized)."""
         return self._normalize(text)
@@ -280,12 +285,13 @@ class TokenizedBatch:
 
 
 def tokenize_batch(
-    texts: Sequence[str | None], *, tokenizer: Tokenizer, stemmer: str = "none"
+    texts: Sequence[str | None] | pa.Array, *, tokenizer: Tokenizer, stemmer: str = "none"
 ) -> TokenizedBatch:
     """Tokenize a batch of texts into shared integer ids.
 
     Args:
-        texts: N texts; None is scored as the empty text.
+        texts: N texts (a list, or an Arrow string array, whose bytes a byte-table tokenizer
+            reads in place); None is scored as the empty text.
         tokenizer: from :func:`get_tokenizer`.
         stemmer: ``"none"`` or ``"porter"`` (see :func:`porter_stem`).
 
@@ -299,11 +305,27 @@ def tokenize_batch(
     if stemmer not in STEMMERS:
         raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {', '.join(STEMMERS)}",
                           hint=did_you_mean(stemmer, STEMMERS))
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        table = tokenizer._byte_table
+        if table is not None and tokenizer.reads_bytes and not (
+                not tokenizer.case_sensitive and _has_lower_to_ascii(texts)):
+            ids, line_offsets, text_line_offsets, dictionary = _split_arrow_bytes(texts, table)
+            return _tokenized(ids, line_offsets, text_line_offsets, dictionary, texts,
+                              tokenizer=tokenizer, stemmer=stemmer)
+        texts = texts.to_pylist()
     if tokenizer._to_bytes is not None and tokenizer._byte_table is not None:
         ids, line_offsets, text_line_offsets, dictionary = _split_bytes(
             texts, tokenizer._to_bytes, tokenizer._byte_table)
     else:
         ids, line_offsets, text_line_offsets, dictionary = _split_arrow(texts, tokenizer)
+    return _tokenized(ids, line_offsets, text_line_offsets, dictionary, texts,
+                      tokenizer=tokenizer, stemmer=stemmer)
+
+
+def _tokenized(ids: np.ndarray, line_offsets: np.ndarray, text_line_offsets: np.ndarray,
+               dictionary: Sequence[str], texts: Sequence[str | None] | pa.Array, *,
+               tokenizer: Tokenizer, stemmer: str) -> TokenizedBatch:
+    """Stem the ids when asked and count the texts that produced no token."""
     if stemmer == "porter" and len(dictionary):
         remap, vocab_size = _stem_ids(dictionary, lowercase=not tokenizer.case_sensitive)
         ids = remap[ids]
@@ -312,6 +334,8 @@ def tokenize_batch(
 
     counts = np.diff(line_offsets[text_line_offsets])
     zero = np.flatnonzero(counts == 0)
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)) and len(zero):
+        texts = dict(zip(zero.tolist(), texts.take(pa.array(zero)).to_pylist(), strict=True))
     n_zero = 0
     for i in zero.tolist():
         text = texts[i]
@@ -319,9 +343,42 @@ def tokenize_batch(
     return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
 
 
+# The only characters whose lowercase holds ASCII letters (see _LOWER_TO_ASCII).
+_LOWER_TO_ASCII_RE2 = "[" + "".join(c for c, _ in _LOWER_TO_ASCII) + "]"
+
+
+def _has_lower_to_ascii(texts: pa.Array | pa.ChunkedArray) -> bool:
+    """True when a text holds a character whose lowercase contains ASCII letters."""
+    return bool(pc.any(pc.match_substring_regex(texts, _LOWER_TO_ASCII_RE2)).as_py())
+
+
+def _split_arrow_bytes(texts: pa.Array | pa.ChunkedArray, table: np.ndarray):
+    """Tokenize an Arrow string array from its UTF-8 buffer, without Python strings.
+
+    Non-ASCII bytes are separators in every byte table, so the bytes can be read as they
+    are (a NUL inside a text is a separator too).
+    """
+    from pipeline.compiled import kernel
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if texts.null_count:
+        texts = texts.fill_null("")
+    if texts.type != pa.large_string():
+        texts = pc.cast(texts, pa.large_string())
+    _, offsets_buf, data_buf = texts.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[texts.offset:
+                                                         texts.offset + len(texts) + 1]
+    data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and len(data_buf)
+            else np.zeros(1, dtype=np.uint8))
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets = kernel("tokenize_bytes")(
+        data, offsets, table)
+    return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
+
+
 def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
                  table: np.ndarray):
-    from pipeline.tokenizers.bytes_tokens import tokenize_bytes
+    from pipeline.compiled import kernel
 
     # One encoding pass over the whole batch, texts joined by NUL (which UTF-8 produces for
     # U+0000 only); per text only if a text contains a NUL itself.
@@ -342,8 +399,8 @@ def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
         offsets[-1] -= 1  # no NUL after the last text
         raw = b"\0".join(encoded)
         buf = np.frombuffer(raw, dtype=np.uint8)
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets = tokenize_bytes(buf, offsets,
-                                                                                table)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets = kernel("tokenize_bytes")(
+        buf, offsets, table)
     return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
 
 

@@ -1,0 +1,221 @@
+"""The compiled kernels, loaded without compiling: built ahead of time at install.
+
+The kernels are numba functions (:mod:`pipeline.metrics.batch`,
+:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`). ``pip install``
+compiles them once, with the explicit signatures in :data:`KERNELS`, into the extension module
+``pipeline._kernels`` (numba's ahead-of-time compiler, see ``setup.py``). Loading that
+module takes about a millisecond and imports neither numba nor LLVM, where numba's own
+on-disk cache costs an import of numba (0.3-1 s) and a first dispatch (about 1 s) in every
+new process, and compiles again for each new argument type.
+
+:func:`kernel` returns a kernel whose arguments are normalized to the declared types first
+(dtype, C order; read-only arrays are accepted as they are), so a kernel never sees a new
+type: neither the compiled module, which would misread it, nor the just-in-time fallback,
+which would compile again. The fallback (numba's JIT with its cache beside the sources) is
+used when the extension is missing or was built from other kernel sources: the extension
+records a digest of the sources it was compiled from and is used only when it matches.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+EXTENSION = "pipeline._kernels"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One exported kernel.
+
+    Attributes:
+        name: exported name.
+        module: the module defining the numba function.
+        function: its name there.
+        signature: numba signature string (arrays ``[::1]``: C-contiguous).
+        arguments: per argument, the numpy dtype it is converted to, or None for a scalar
+            (converted to a Python int).
+
+    """
+
+    name: str
+    module: str
+    function: str
+    signature: str
+    arguments: tuple[str | None, ...]
+
+
+KERNELS = (
+    Kernel("score_pairs", "pipeline.metrics.batch", "score_pairs",
+           "int64[:,:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
+           "int64[::1], int64)",
+           ("int32", "int64", "int64", "int64", "int64", "int64", None)),
+    Kernel("tokenize_bytes", "pipeline.tokenizers.bytes_tokens", "tokenize_bytes",
+           "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1]))"
+           "(uint8[::1], int64[::1], uint8[::1])",
+           ("uint8", "int64", "uint8")),
+    Kernel("hash_bytes", "pipeline.io.hashing", "hash_bytes",
+           "void(int64[::1], uint8[::1], uint64[::1])", ("int64", "uint8", "uint64")),
+    Kernel("hash_ints", "pipeline.io.hashing", "hash_ints",
+           "void(uint64[::1], uint64[::1])", ("uint64", "uint64")),
+)
+# Modules whose source the kernels are compiled from (callees included).
+SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
+           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing")
+
+
+def source_digest() -> int:
+    """A digest of the kernels' source files and signatures, as a non-negative int64.
+
+    Raises:
+        OSError: a source file cannot be read.
+
+    """
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256(repr(KERNELS).encode())
+    for module in SOURCES:
+        path = os.path.join(here, *module.split(".")) + ".py"
+        with open(path, "rb") as fh:
+            h.update(fh.read())
+    return int.from_bytes(h.digest()[:8], "little") >> 1
+
+
+def _normalize(kernel: Kernel, fn: Callable[..., Any], *, writable: bool) -> Callable[..., Any]:
+    dtypes = [None if d is None else np.dtype(d) for d in kernel.arguments]
+    # numba's JIT types a read-only array apart (and would compile for it); the compiled
+    # module reads it as it is.
+    needs: Any = ("C", "W") if writable else ("C",)
+
+    def call(*args: Any) -> Any:
+        return fn(*[int(a) if d is None else np.require(a, dtype=d, requirements=needs)
+                    for a, d in zip(args, dtypes, strict=True)])
+
+    call.__name__ = kernel.name
+    call.__doc__ = f"{kernel.module}.{kernel.function} ({kernel.signature})"
+    return call
+
+
+@functools.cache
+def _extension() -> Any:
+    """The ahead-of-time module when built from these sources, else None."""
+    if os.environ.get("OVERLAP_JIT"):  # tests and benchmarks of the fallback
+        return None
+    try:
+        module = importlib.import_module(EXTENSION)
+        if int(module.source_digest()) != source_digest():
+            return None
+    except (ImportError, OSError, AttributeError):
+        return None
+    return module
+
+
+def compiled_ahead() -> bool:
+    """True when the kernels come from the ahead-of-time extension (no numba at run time)."""
+    return _extension() is not None
+
+
+@functools.cache
+def kernel(name: str) -> Callable[..., Any]:
+    """Return the kernel ``name`` (see :data:`KERNELS`), its arguments normalized.
+
+    Raises:
+        KeyError: no such kernel.
+
+    """
+    spec = next(k for k in KERNELS if k.name == name)
+    ext = _extension()
+    if ext is not None:
+        return _normalize(spec, getattr(ext, name), writable=False)
+    return _normalize(spec, getattr(importlib.import_module(spec.module), spec.function),
+                      writable=True)
+
+
+class _LazyKernel:
+    """A numba kernel compiled (or loaded from numba's cache) on first call."""
+
+    def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
+        self.py_func, self.options = fn, options
+        self.dispatcher: Any = None
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        if self.dispatcher is None:
+            _materialize()
+        return self.dispatcher(*args)
+
+
+_LAZY: list[_LazyKernel] = []
+_LAZY_LOCK = threading.Lock()
+
+
+def lazy_njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit(**options)`` deferred to the first call, so importing costs no numba.
+
+    For kernels outside :data:`KERNELS` (the metric families' own). On the first call of
+    any such kernel, numba is imported, every lazy kernel becomes a numba dispatcher, and
+    each defining module's globals are pointed at the dispatchers (so kernels calling each
+    other, within or across modules, compile as plain numba code).
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        kernel = _LazyKernel(fn, options)
+        _LAZY.append(kernel)
+        return kernel
+
+    return wrap
+
+
+def _materialize() -> None:
+    from numba import njit
+
+    with _LAZY_LOCK:
+        for k in _LAZY:
+            if k.dispatcher is None:
+                k.dispatcher = njit(**k.options)(k.py_func)
+        for module in {k.py_func.__module__ for k in _LAZY}:
+            names = vars(sys.modules[module])
+            for key, value in list(names.items()):
+                if isinstance(value, _LazyKernel):
+                    names[key] = value.dispatcher
+
+
+def build(output_dir: str) -> str:
+    """Compile every kernel into ``output_dir`` with numba's ahead-of-time compiler.
+
+    Called by ``setup.py`` at install time; needs numba and a C compiler. Code is generated
+    for the generic CPU of the architecture, so the module runs on every node of a cluster.
+
+    Returns:
+        The path of the built extension module.
+
+    """
+    import warnings
+
+    from numba.core.errors import NumbaPendingDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
+        from numba.pycc import CC
+
+        cc = CC(EXTENSION.rsplit(".", 1)[1])
+    cc.output_dir = output_dir
+    for k in KERNELS:
+        fn = getattr(importlib.import_module(k.module), k.function)
+        cc.export(k.name, k.signature)(fn.py_func)
+    digest = source_digest()
+
+    def _digest() -> int:
+        return digest
+
+    cc.export("source_digest", "int64()")(_digest)
+    cc.compile()
+    return os.path.join(output_dir, cc.output_file)
