@@ -259,7 +259,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
     return aggregate(numeric, metrics=config.metrics, group_by=config.group_by,
                      thresholds=config.thresholds, n_bootstrap=config.bootstrap,
                      confidence=config.confidence, seed=config.seed,
-                     map_chunks=chunk_mapper(runner) if distribute else None)
+                     map_chunks=chunk_mapper(runner) if distribute else None,
+                     id_column=config.id_column, options=config.to_dict())
 
 
 def make_runner(config: ScoreConfig) -> Runner:
