@@ -25,12 +25,8 @@ def score_texts(
     references: Sequence[str | Sequence[str]],
     *,
     metrics: Sequence[str] = DEFAULT_METRICS,
-    tokenizer: str = "rouge-score",
-    stemmer: str = "none",
-    case_sensitive: bool = False,
-    multi_reference: str = "max",
-    sentence_split: str = "newline",
     max_tokens: int | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Score predictions against references in memory (for notebooks and small jobs).
 
@@ -40,13 +36,12 @@ def score_texts(
     Args:
         predictions: N prediction texts.
         references: N items, each one reference text or a list of reference texts.
-        metrics: rouge1..rouge9, rougeL, rougeLsum.
-        tokenizer: ``rouge-score``, ``unicode`` or ``whitespace``.
-        stemmer: ``none`` or ``porter``.
-        case_sensitive: keep case.
-        multi_reference: ``max``, ``mean``, ``pooled`` or ``best-recall``.
-        sentence_split: ``newline`` (rouge-score) or ``punctuation`` (for rougeLsum).
+        metrics: metric names (``rouge1``..``rouge9``, ``rougeL``, ``rougeLsum`` and the
+            other families', see ``pipeline.metrics.registry.names()``).
         max_tokens: cut texts longer than this many tokens (None: no limit, as rouge-score).
+        options: family options by their config-file key, e.g. ``stemmer="porter"``,
+            ``tokenizer="unicode"``, ``multi_reference="pooled"`` (``configs/default.yaml``
+            lists every key).
 
     Returns:
         A DataFrame with N rows in input order and the columns of
@@ -54,16 +49,14 @@ def score_texts(
         ``max_tokens`` is set.
 
     Raises:
-        ConfigError: unknown metric, tokenizer, stemmer or rule.
+        ConfigError: unknown metric, option or value.
         ValueError: predictions and references differ in length.
         TypeError: a bare string as ``predictions``.
 
     """
     if isinstance(predictions, str):
         raise TypeError("predictions must be a list of texts, not a str")
-    scorer = Scorer(metrics=tuple(metrics), tokenizer=tokenizer, stemmer=stemmer,
-                    case_sensitive=case_sensitive, multi_reference=multi_reference,
-                    sentence_split=sentence_split, max_tokens=max_tokens)
+    scorer = Scorer(metrics=tuple(metrics), max_tokens=max_tokens, **options)
     refs = [[r] if isinstance(r, str) else list(r) for r in references]
     scored = scorer.score_batch(list(predictions), refs)
     frame = scored.table.to_pandas()

@@ -1,80 +1,241 @@
-"""Score a batch of predictions against their references: the one place the rules live.
+"""Score a batch of predictions against their references, every requested family in one pass.
 
-Per (prediction, reference) pair the compiled kernel returns sufficient statistics
-(matches, prediction units, reference units); precision, recall and fmeasure are derived from
-them exactly as rouge-score 0.1.2 does, and the multi-reference rule picks or pools pairs
-into one row per example.
+:class:`ScoringSettings` is the scoring part of a run's settings (metrics, every family's
+options, the long-text guard, thresholds): one frozen, picklable object that the config file,
+the command line, the workers and :func:`pipeline.api.score_texts` all build the same way.
+:class:`Scorer` turns it into per-example columns: each family of the requested metrics
+(see :mod:`pipeline.metrics.registry`) scores its metrics over the same batch, tokenizing
+each text once for all of them, and the columns are laid out as the metrics' specs say.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.batch import ROUGE_L, ROUGE_LSUM, score_pairs
-from pipeline.tokenizers import STEMMERS, TOKENIZERS, Tokenizer, get_tokenizer, tokenize_batch
+from pipeline.metrics import registry
+from pipeline.metrics.base import MetricSpec
+from pipeline.metrics.rouge import SentenceSplitWarning, ZeroTokenWarning
+from pipeline.values import as_choice, as_names, as_opt_int, as_option
 
-METRICS = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-MULTI_REFERENCE_RULES = ("max", "mean", "pooled", "best-recall")
-SENTENCE_SPLITS = ("newline", "punctuation")
-# sentence_split="punctuation": a line break after . ! or ? followed by white space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_SEVERAL_SENTENCES = re.compile(r"[.!?]\s+\S")
-MEASURES = ("precision", "recall", "fmeasure")
-STATISTICS = ("matches", "prediction_units", "reference_units")
+ON_LONG_TEXT = ("truncate", "error")
+# Keys of ScoringSettings besides the family options (registry.options()).
+SCORING_KEYS = ("metrics", "max_tokens", "threshold", "on_long_text")
 
 
-class ZeroTokenWarning(UserWarning):
-    """Non-empty texts produced no tokens (e.g. non-Latin text under ``rouge-score``)."""
+@dataclass(frozen=True)
+class Threshold:
+    """A pass/fail gate on one per-example measure: an example passes when ``value >= at``.
 
-
-class SentenceSplitWarning(UserWarning):
-    """rougeLsum was asked for texts with several sentences on one line (it then equals rougeL)."""
-
-
-def _metric_code(name: str) -> int:
-    if name == "rougeL":
-        return ROUGE_L
-    if name == "rougeLsum":
-        return ROUGE_LSUM
-    match = re.fullmatch(r"rouge([1-9])", name)
-    if not match:
-        raise ConfigError(f"unknown metric {name!r}; choose from rouge1..rouge9, rougeL, "
-                          "rougeLsum", hint=did_you_mean(name, METRICS))
-    return int(match.group(1))
-
-
-def fmeasure(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
-    """Harmonic mean, elementwise, as rouge-score 0.1.2 ``scoring.fmeasure``.
-
-    ``2 * p * r / (p + r)`` evaluated in that order (other algebraic forms differ in the last
-    bit), and 0 where ``p + r == 0``.
-
-    Args:
-        precision: float64 array in [0, 1].
-        recall: float64 array of the same shape, in [0, 1].
+    Attributes:
+        metric: a metric name, e.g. ``rougeL`` or ``bleu``.
+        measure: one of the metric's measures (its spec's ``measures``), e.g. ``fmeasure``.
+        at: the threshold, in [0, the spec's ``scale``] (1 for ROUGE, 100 for BLEU).
 
     """
-    denom = precision + recall
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f = 2 * precision * recall / denom
-    return np.where(denom > 0, f, 0.0)
+
+    metric: str
+    measure: str
+    at: float
+
+    @property
+    def column(self) -> str:
+        """Name of the per-example bool column, ``passed_{metric}_{measure}``."""
+        return f"passed_{self.metric}_{self.measure}"
+
+    def __str__(self) -> str:
+        return f"{self.metric}.{self.measure}={self.at:g}"
+
+    @classmethod
+    def parse(cls, text: str) -> Threshold:
+        """Parse ``METRIC.MEASURE=VALUE`` (e.g. ``rougeL.fmeasure=0.5``, ``bleu.score=30``).
+
+        Raises:
+            ConfigError: malformed text, unknown metric or measure, or a value outside the
+                measure's range.
+
+        """
+        match = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\.([A-Za-z0-9_]+)\s*=\s*(\S+)\s*",
+                             text)
+        if not match:
+            raise ConfigError(f"threshold {text!r} is not METRIC.MEASURE=VALUE",
+                              hint="e.g. rougeL.fmeasure=0.5")
+        metric, measure, value = match.groups()
+        try:
+            at = float(value)
+        except ValueError:
+            raise ConfigError(f"threshold {text!r}: {value!r} is not a number") from None
+        return cls(metric, measure, at).checked()
+
+    def checked(self) -> Threshold:
+        """Return self after checking the metric, the measure and the range with the registry.
+
+        Raises:
+            ConfigError: unknown metric or measure, or a value outside [0, scale].
+
+        """
+        try:
+            spec = registry.spec(self.metric, {})
+        except ConfigError as err:
+            raise ConfigError(f"threshold {self}: {err.message}", hint=err.hint) from None
+        if self.measure not in spec.measures:
+            raise ConfigError(f"threshold {self}: unknown measure {self.measure!r} of "
+                              f"{self.metric}; choose one of {', '.join(spec.measures)}",
+                              hint=did_you_mean(self.measure, spec.measures))
+        if not 0.0 <= self.at <= spec.scale:
+            raise ConfigError(f"threshold {self}: the value must be in [0, {spec.scale:g}]")
+        return self
 
 
-def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """``numerator / max(denominator, 1)`` in float64: rouge-score's precision and recall.
+def as_thresholds(key: str, value: Any) -> tuple[Threshold, ...]:
+    """Thresholds from ``{METRIC.MEASURE: VALUE}``, ``METRIC.MEASURE=VALUE`` strings or objects.
 
-    rouge-score divides by ``max(count, 1)`` for ROUGE-N and returns 0 when either side is
-    empty for ROUGE-L/Lsum; both equal this, since matches are 0 when a side has no units.
+    Raises:
+        ConfigError: anything else, or an invalid threshold.
+
     """
-    return numerator.astype(np.float64) / np.maximum(denominator, 1).astype(np.float64)
+    if value is None:
+        return ()
+    if isinstance(value, Mapping):
+        items = []
+        for k, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(f"{key}: {k}: expected a number, got {v!r}")
+            items.append(f"{k}={v}")
+        return tuple(Threshold.parse(t) for t in items)
+    if isinstance(value, (str, Threshold)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) \
+            or not all(isinstance(v, (str, Threshold)) for v in value):
+        raise ConfigError(f"{key}: expected a list of METRIC.MEASURE=VALUE strings, got "
+                          f"{value!r}", hint="e.g. [rougeL.fmeasure=0.5]")
+    return tuple(v.checked() if isinstance(v, Threshold) else Threshold.parse(v)
+                 for v in value)
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    """Everything that decides a run's per-example output, in one picklable object.
+
+    Build it with :meth:`from_values` (which converts and checks every value, naming its
+    key); the constructor expects values already in their types.
+
+    Attributes:
+        metrics: metric names, in output order (see :func:`pipeline.metrics.registry.names`).
+        options: every family option as ``(key, value)`` pairs in registry order (e.g.
+            ``("stemmer", "porter")``); read them as attributes (``settings.stemmer``) or
+            with :attr:`option_map`.
+        max_tokens: a text with more tokens is cut to its first ``max_tokens`` tokens by
+            the families that tokenize into words (ROUGE), and its example flagged; None:
+            no limit.
+        thresholds: pass/fail gates, one ``passed_{metric}_{measure}`` column each.
+        on_long_text: ``truncate`` (cut and flag) or ``error`` (a run fails naming them).
+
+    Raises:
+        ConfigError: an unknown metric or option value, a metric listed twice, a threshold
+            on a metric the run does not score (or twice on one measure).
+
+    """
+
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    options: tuple[tuple[str, Any], ...] = ()
+    max_tokens: int | None = None
+    thresholds: tuple[Threshold, ...] = ()
+    on_long_text: str = "truncate"
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            raise ConfigError("metrics: no metric requested")
+        if len(set(self.metrics)) != len(self.metrics):
+            raise ConfigError(f"metrics: a metric is listed twice in {','.join(self.metrics)}")
+        full = registry.with_defaults(dict(self.options))
+        object.__setattr__(self, "options", tuple((o.key, full[o.key])
+                                                  for o in registry.options()))
+        self.specs()  # unknown metric names, option values a family refuses
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be a whole number >= 1, not {self.max_tokens!r}")
+        seen: set[str] = set()
+        for t in self.thresholds:
+            if t.metric not in self.metrics:
+                raise ConfigError(f"threshold {t}: metric {t.metric!r} is not among the run's "
+                                  f"metrics ({', '.join(self.metrics)})",
+                                  hint=did_you_mean(t.metric, self.metrics))
+            if t.column in seen:
+                raise ConfigError(f"threshold {t}: {t.metric}.{t.measure} has two thresholds")
+            seen.add(t.column)
+
+    @classmethod
+    def from_values(cls, **values: Any) -> ScoringSettings:
+        """Convert and check scoring settings given by key (YAML, flag or Python values).
+
+        Args:
+            values: keys among :data:`SCORING_KEYS` (``thresholds`` is accepted for
+                ``threshold``) and the family options (:func:`scoring_keys`); absent keys
+                take their defaults.
+
+        Raises:
+            ConfigError: an unknown key (with "did you mean") or an invalid value.
+
+        """
+        kw: dict[str, Any] = {}
+        options: dict[str, Any] = {}
+        declared = {o.key: o for o in registry.options()}
+        for key, value in values.items():
+            if key == "metrics":
+                kw["metrics"] = as_names(key, value)
+            elif key == "max_tokens":
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise ConfigError(f"max_tokens must be a whole number >= 1, not {value!r}")
+                kw["max_tokens"] = as_opt_int(key, value)
+            elif key in ("threshold", "thresholds"):
+                kw["thresholds"] = as_thresholds("threshold", value)
+            elif key == "on_long_text":
+                kw["on_long_text"] = as_choice(key, value, ON_LONG_TEXT)
+            elif key in declared:
+                options[key] = as_option(declared[key], value)
+            else:
+                raise ConfigError(f"unknown scoring setting {key!r}",
+                                  hint=did_you_mean(key, scoring_keys()))
+        return cls(options=tuple(options.items()), **kw)
+
+    @property
+    def option_map(self) -> dict[str, Any]:
+        """The flat options mapping the families read: every family option and ``max_tokens``."""
+        return {**dict(self.options), "max_tokens": self.max_tokens}
+
+    def __getattr__(self, name: str) -> Any:
+        # family options read as attributes (settings.stemmer); guarded for unpickling
+        options = self.__dict__.get("options", ())
+        for key, value in options:
+            if key == name:
+                return value
+        raise AttributeError(name)
+
+    def specs(self) -> tuple[MetricSpec, ...]:
+        """The requested metrics' specs, in output order."""
+        return registry.specs(self.metrics, self.option_map)
+
+    def signature_fields(self) -> dict[str, str]:
+        """The families' signature fields (see :func:`pipeline.signature.build_signature`)."""
+        return registry.signature_fields(self.metrics, self.option_map)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain YAML/JSON values keyed as in the config file."""
+        return {"metrics": list(self.metrics), **dict(self.options),
+                "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
+                "threshold": [str(t) for t in self.thresholds]}
+
+
+def scoring_keys() -> tuple[str, ...]:
+    """Every key of :class:`ScoringSettings`: :data:`SCORING_KEYS` and the family options."""
+    return SCORING_KEYS + tuple(o.key for o in registry.options())
 
 
 @dataclass(frozen=True)
@@ -82,9 +243,10 @@ class ScoredBatch:
     """The result of :meth:`Scorer.score_batch`.
 
     Attributes:
-        table: one row per example: ``n_references`` (int32) and per metric
-            ``{metric}_precision``, ``{metric}_recall``, ``{metric}_fmeasure`` (float64 in
-            [0, 1]), ``{metric}_matches``, ``{metric}_prediction_units``,
+        table: one row per example: ``n_references`` (int32), then per metric the columns
+            of its spec (:meth:`Scorer.output_schema`); for ROUGE ``{metric}_precision``,
+            ``{metric}_recall``, ``{metric}_fmeasure`` (float64 in [0, 1]),
+            ``{metric}_matches``, ``{metric}_prediction_units``,
             ``{metric}_reference_units`` (int64) and ``{metric}_reference_index`` (int32; -1
             when the rule pools references or there is none).
         n_zero_token_texts: predictions and references with visible characters but no token.
@@ -101,97 +263,39 @@ class ScoredBatch:
     n_one_line_texts: int = 0
 
 
-@dataclass(frozen=True)
 class Scorer:
-    """Scores batches of predictions against lists of references.
+    """Scores batches of predictions against lists of references, every family in one pass.
 
-    Build one per worker: names are validated here, once.
+    Build one per worker: names and options are checked here, once.
 
     Args:
-        metrics: names among rouge1..rouge9, rougeL, rougeLsum.
-        tokenizer: a name in ``TOKENIZERS`` (default ``rouge-score``: rouge-score 0.1.2).
-        stemmer: ``none`` or ``porter`` (rouge-score ``use_stemmer=True``).
-        case_sensitive: keep case when tokenizing.
-        multi_reference: how several references combine into one score per metric:
-            ``max``: rouge-score ``score_multi``: the reference with the highest fmeasure,
-            first on ties, with that reference's precision and recall;
-            ``mean``: mean precision, recall and fmeasure over references;
-            ``pooled``: ROUGE-1.5.5 ``-f A``: matches and reference units summed over
-            references, prediction units counted once per reference;
-            ``best-recall``: ROUGE-1.5.5 ``-f B``: the reference with the highest recall,
-            first on ties.
-        sentence_split: how rougeLsum finds sentences: ``newline`` (rouge-score: lines of
-            the text) or ``punctuation`` (also a break after ``.``, ``!`` or ``?`` followed by
-            white space; a deviation that works offline, unlike rouge-score's NLTK punkt).
-        max_tokens: when set, a text with more tokens is cut to its first ``max_tokens``
-            tokens before scoring and its example flagged in :attr:`ScoredBatch.truncated`:
-            a guard against pathological inputs (LCS time grows with the product of the
-            lengths). None (the default) scores every token, like rouge-score.
+        settings: the scoring settings; or give them by key instead (``values``, as
+            :meth:`ScoringSettings.from_values`), e.g. ``Scorer(metrics=("rouge1",),
+            stemmer="porter")``.
+        values: settings by key, when ``settings`` is not given.
 
     Raises:
-        ConfigError: unknown metric, tokenizer, stemmer or rule.
+        ConfigError: unknown metric, option or value.
 
     """
 
-    metrics: tuple[str, ...] = DEFAULT_METRICS
-    tokenizer: str = "rouge-score"
-    stemmer: str = "none"
-    case_sensitive: bool = False
-    multi_reference: str = "max"
-    sentence_split: str = "newline"
-    max_tokens: int | None = None
-    _codes: np.ndarray = field(init=False, repr=False, compare=False)
-    _tokenizer: Tokenizer = field(init=False, repr=False, compare=False)
+    def __init__(self, settings: ScoringSettings | None = None, /, **values: Any) -> None:
+        if settings is not None and values:
+            raise TypeError("give either a ScoringSettings or settings by key, not both")
+        self.settings = settings if settings is not None \
+            else ScoringSettings.from_values(**values)
+        self.specs = self.settings.specs()
+        self._families = registry.by_family(self.settings.metrics)
+        self._schema = _output_schema(self.specs)
 
-    def __post_init__(self) -> None:
-        metrics = tuple(self.metrics)
-        if not metrics:
-            raise ConfigError("no metric requested")
-        if len(set(metrics)) != len(metrics):
-            raise ConfigError(f"metric listed twice in {','.join(metrics)}")
-        object.__setattr__(self, "metrics", metrics)
-        object.__setattr__(self, "_codes",
-                           np.array([_metric_code(m) for m in metrics], dtype=np.int64))
-        object.__setattr__(self, "_tokenizer",
-                           get_tokenizer(self.tokenizer, case_sensitive=self.case_sensitive))
-        if self.stemmer not in STEMMERS:
-            raise ConfigError(f"unknown stemmer {self.stemmer!r}; choose one of "
-                              f"{', '.join(STEMMERS)}", hint=did_you_mean(self.stemmer, STEMMERS))
-        if self.multi_reference not in MULTI_REFERENCE_RULES:
-            raise ConfigError(
-                f"unknown multi-reference rule {self.multi_reference!r}; choose one of "
-                f"{', '.join(MULTI_REFERENCE_RULES)}",
-                hint=did_you_mean(self.multi_reference, MULTI_REFERENCE_RULES))
-        if self.sentence_split not in SENTENCE_SPLITS:
-            raise ConfigError(
-                f"unknown sentence split {self.sentence_split!r}; choose one of "
-                f"{', '.join(SENTENCE_SPLITS)}",
-                hint=did_you_mean(self.sentence_split, SENTENCE_SPLITS))
-
-        if self.max_tokens is not None and (
-                isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
-                or self.max_tokens < 1):
-            raise ConfigError(f"max_tokens must be a whole number >= 1, not {self.max_tokens!r}")
-
-    def signature_extra(self) -> dict[str, str]:
-        """Signature fields of deviations not covered by the tok/stem/case/ref fields.
-
-        Empty for rouge-score's behaviour; ``split:punct`` for punctuation splitting and
-        ``maxtok:N`` when texts are cut at N tokens.
-        """
-        extra = {"split": "punct"} if self.sentence_split == "punctuation" else {}
-        if self.max_tokens is not None:
-            extra["maxtok"] = str(self.max_tokens)
-        return extra
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metric names, in output order."""
+        return self.settings.metrics
 
     def output_schema(self) -> pa.Schema:
-        """Schema of :attr:`ScoredBatch.table` for this scorer's metrics."""
-        fields = [pa.field("n_references", pa.int32())]
-        for m in self.metrics:
-            fields += [pa.field(f"{m}_{x}", pa.float64()) for x in MEASURES]
-            fields += [pa.field(f"{m}_{x}", pa.int64()) for x in STATISTICS]
-            fields.append(pa.field(f"{m}_reference_index", pa.int32()))
-        return pa.schema(fields)
+        """Schema of :attr:`ScoredBatch.table`: ``n_references``, then each spec's columns."""
+        return self._schema
 
     def score_batch(
         self,
@@ -200,17 +304,14 @@ class Scorer:
     ) -> ScoredBatch:
         """Score N predictions, each against its list of references.
 
-        Each prediction is tokenized once and each reference once, whatever the number of
-        references.
-
         Args:
             predictions: N texts (a list or an Arrow string array); None scores as empty.
             references: N lists of reference texts (a list of lists or an Arrow
-                list<string> array); an empty or null list scores 0 with reference index -1.
+                list<string> array); an empty or null list scores 0 (reference index -1).
 
         Returns:
-            A :class:`ScoredBatch` with N rows in input order. Warns
-            :class:`ZeroTokenWarning` once when texts with visible characters yield no token.
+            A :class:`ScoredBatch` with N rows in input order. Families warn about their
+            data (e.g. :class:`ZeroTokenWarning`) once per batch.
 
         Raises:
             ValueError: predictions and references differ in length.
@@ -222,141 +323,61 @@ class Scorer:
             raise TypeError("predictions must be a list of texts, not a str")
         preds = predictions.to_pylist() if isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
             else list(predictions)
-        n_refs, flat_refs = _flatten_references(references)
-        if len(n_refs) != len(preds):
-            raise ValueError(f"{len(preds)} predictions but {len(n_refs)} reference lists")
-        n = len(preds)
-        texts = preds + flat_refs
-        one_line = 0
-        if ROUGE_LSUM in self._codes:
-            if self.sentence_split == "punctuation":
-                texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
-            else:
-                one_line = sum(1 for t in texts
-                               if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
-                if one_line:
-                    warnings.warn(
-                        f"{one_line} texts have several sentences but no newline: rougeLsum "
-                        "splits sentences on '\\n' only, so for them it equals rougeL (put one "
-                        "sentence per line, or use sentence_split='punctuation')",
-                        SentenceSplitWarning, stacklevel=2)
-        batch = tokenize_batch(texts, tokenizer=self._tokenizer, stemmer=self.stemmer)
-        truncated = None
-        if self.max_tokens is not None:
-            batch, cut = batch.truncated_to(self.max_tokens)
-            example_of_text = np.concatenate([np.arange(n), np.repeat(np.arange(n), n_refs)])
-            truncated = np.zeros(n, dtype=bool)
-            truncated[example_of_text[cut]] = True
-        if batch.n_zero_token_texts:
-            hint = (" (try tokenizer 'unicode')"
-                    if self.tokenizer != "unicode" else "")
-            warnings.warn(f"{batch.n_zero_token_texts} non-empty texts produced no tokens "
-                          f"with tokenizer {self.tokenizer!r}{hint}", ZeroTokenWarning,
-                          stacklevel=2)
-        pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
-        pair_ref = np.arange(n, n + len(flat_refs), dtype=np.int64)
-        stats = score_pairs(batch.tokens, batch.line_offsets, batch.text_line_offsets,
-                            pair_pred, pair_ref, self._codes, batch.vocab_size)
-        columns = combine_references(stats, n_refs, rule=self.multi_reference)
-        arrays = [pa.array(n_refs.astype(np.int32))]
-        for k, _ in enumerate(self.metrics):
-            arrays += [pa.array(columns[x][:, k]) for x in MEASURES]
-            arrays += [pa.array(columns[x][:, k]) for x in STATISTICS]
-            arrays.append(pa.array(columns["reference_index"][:, k]))
-        return ScoredBatch(pa.Table.from_arrays(arrays, schema=self.output_schema()),
-                           batch.n_zero_token_texts, truncated, one_line)
+        refs = _reference_lists(references)
+        if len(refs) != len(preds):
+            raise ValueError(f"{len(preds)} predictions but {len(refs)} reference lists")
+        columns: dict[str, np.ndarray] = {
+            "n_references": np.fromiter((len(r) for r in refs), dtype=np.int32,
+                                        count=len(refs))}
+        truncated: np.ndarray | None = None
+        counts: dict[str, int] = {}
+        options = self.settings.option_map
+        for family, metrics in self._families:
+            out = family.score(preds, refs, metrics, options)
+            columns.update(out.columns)
+            if out.truncated is not None:
+                truncated = out.truncated if truncated is None else truncated | out.truncated
+            for k, v in out.counts.items():
+                counts[k] = counts.get(k, 0) + v
+        table = pa.Table.from_arrays(
+            [pa.array(columns[f.name], f.type) for f in self._schema], schema=self._schema)
+        return ScoredBatch(table, counts.get("zero_token_texts", 0), truncated,
+                           counts.get("one_line_multi_sentence_texts", 0))
 
 
-def _flatten_references(references) -> tuple[np.ndarray, list[str | None]]:
+def _output_schema(specs: Sequence[MetricSpec]) -> pa.Schema:
+    fields = [pa.field("n_references", pa.int32())]
+    for s in specs:
+        fields += [pa.field(c, pa.float64()) for c in s.measure_columns]
+        fields += [pa.field(f"{s.name}_{x}", pa.type_for_alias(t)) for x, t in s.statistics]
+        if s.has_reference_index:
+            fields.append(pa.field(f"{s.name}_reference_index", pa.int32()))
+    return pa.schema(fields)
+
+
+def _reference_lists(references: Any) -> list[list[str | None]]:
+    """N lists of reference texts from a list of lists or an Arrow list array (null: [])."""
     if isinstance(references, pa.ChunkedArray):
         references = references.combine_chunks()
     if isinstance(references, pa.Array):
         lists = references.fill_null([]) if references.null_count else references
         offsets = np.asarray(lists.offsets, dtype=np.int64)
         flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
-        return np.diff(offsets), flat
+        rel = (offsets - offsets[0]).tolist()
+        return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
     if isinstance(references, str):
         raise TypeError("references must be a list of reference texts per prediction, not a str")
+    out = []
     for i, r in enumerate(references):
         if isinstance(r, str):
             raise TypeError("references must hold a list of reference texts per prediction; "
                             f"item {i} is a str")
-    n_refs = np.fromiter((0 if r is None else len(r) for r in references), dtype=np.int64)
-    return n_refs, [t for r in references if r is not None for t in r]
+        out.append([] if r is None else list(r))
+    return out
 
 
-def combine_references(
-    stats: np.ndarray, n_refs: np.ndarray, *, rule: str
-) -> dict[str, np.ndarray]:
-    """Apply a multi-reference rule to per-pair statistics.
+METRICS = registry.names()
 
-    Args:
-        stats: int64, shape (P, K, 3): matches, prediction units, reference units per pair and
-            metric, pairs grouped by example in order.
-        n_refs: int64, shape (N,), references per example, summing to P.
-        rule: one of ``MULTI_REFERENCE_RULES`` (see :class:`Scorer`).
-
-    Returns:
-        Arrays of shape (N, K): ``precision``, ``recall``, ``fmeasure`` (float64),
-        ``matches``, ``prediction_units``, ``reference_units`` (int64) and
-        ``reference_index`` (int32). For ``max`` and ``best-recall`` the statistics are the
-        chosen reference's; for ``pooled`` and ``mean`` they are sums over references
-        (prediction units once per reference) and ``reference_index`` is -1. Examples
-        without references score 0 with index -1.
-
-    """
-    n = len(n_refs)
-    k = stats.shape[1]
-    has = n_refs > 0
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(n_refs[:-1], out=starts[1:])
-    idx = starts[has]
-    out_stats = np.zeros((n, k, 3), dtype=np.int64)
-    ref_index = np.full((n, k), -1, dtype=np.int32)
-    if len(stats):
-        summed = np.add.reduceat(stats, idx, axis=0)
-    precision = ratio(stats[..., 0], stats[..., 1])
-    recall = ratio(stats[..., 0], stats[..., 2])
-    if rule in ("max", "best-recall"):
-        key = fmeasure(precision, recall) if rule == "max" else recall
-        example_of_pair = np.repeat(np.arange(n), n_refs)
-        best = np.maximum.reduceat(key, idx, axis=0) if len(stats) else key[:0]
-        best_full = np.zeros((n, k))
-        best_full[has] = best
-        position = np.arange(len(stats), dtype=np.int64)[:, None]
-        candidate = np.where(key == best_full[example_of_pair], position, np.iinfo(np.int64).max)
-        chosen = np.minimum.reduceat(candidate, idx, axis=0) if len(stats) else candidate[:0]
-        out_stats[has] = stats[chosen, np.arange(k)[None, :]]
-        ref_index[has] = (chosen - idx[:, None]).astype(np.int32)
-        p = ratio(out_stats[..., 0], out_stats[..., 1])
-        r = ratio(out_stats[..., 0], out_stats[..., 2])
-        f = fmeasure(p, r)
-    elif rule == "pooled":
-        if len(stats):
-            out_stats[has] = summed
-        p = ratio(out_stats[..., 0], out_stats[..., 1])
-        r = ratio(out_stats[..., 0], out_stats[..., 2])
-        f = fmeasure(p, r)
-    elif rule == "mean":
-        if len(stats):
-            out_stats[has] = summed
-        p = np.zeros((n, k))
-        r = np.zeros((n, k))
-        f = np.zeros((n, k))
-        if len(stats):
-            denom = n_refs[has][:, None].astype(np.float64)
-            p[has] = np.add.reduceat(precision, idx, axis=0) / denom
-            r[has] = np.add.reduceat(recall, idx, axis=0) / denom
-            f[has] = np.add.reduceat(fmeasure(precision, recall), idx, axis=0) / denom
-    else:
-        raise ConfigError(f"unknown multi-reference rule {rule!r}")
-    return {
-        "precision": p, "recall": r, "fmeasure": f,
-        "matches": out_stats[..., 0], "prediction_units": out_stats[..., 1],
-        "reference_units": out_stats[..., 2], "reference_index": ref_index,
-    }
-
-
-__all__ = ["DEFAULT_METRICS", "METRICS", "MULTI_REFERENCE_RULES", "SENTENCE_SPLITS", "Scorer",
-           "ScoredBatch", "SentenceSplitWarning", "TOKENIZERS", "ZeroTokenWarning",
-           "combine_references", "fmeasure"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "ON_LONG_TEXT", "SCORING_KEYS", "ScoredBatch",
+           "Scorer", "ScoringSettings", "SentenceSplitWarning", "Threshold", "ZeroTokenWarning",
+           "as_thresholds", "scoring_keys"]

@@ -1,24 +1,38 @@
-"""The reproducibility signature written on every result, in the style of sacrebleu's.
+"""The reproducibility signature written on every result, and the rules for comparing two.
 
 Example::
 
-    metrics:rouge1+rouge2+rougeL+rougeLsum|tok:rouge-score|stem:none|case:lc|ref:max|nrefs:1|bs:1000|ci:0.95|seed:12345|version:0.1.0
+    metrics:rouge1+rouge2+rougeL+rougeLsum|tok:rouge-score|stem:none|case:lc|ref:max|nrefs:1|bs:1000|ci:0.95|seed:12345|maxtok:100000|version:0.1.0
 
-Fields, in order: ``metrics`` (``+``-joined), ``tok`` (tokenizer), ``stem`` (``none`` or
-``porter``), ``case`` (``lc`` lowercased, ``mixed`` case-sensitive), ``ref`` (multi-reference
-rule), ``nrefs`` (references per example, or ``var`` when it varies), ``bs`` (bootstrap
-resamples, 0 = off), ``ci`` (confidence level), ``seed`` (bootstrap seed), then any extra
-fields a later setting adds, and ``version`` last. Reference: Post (2018), "A Call for
-Clarity in Reporting BLEU Scores" (sacrebleu signatures).
+Fields, in order: ``metrics`` (``+``-joined), then the signature fields of each metric
+family of the run, in order of its first metric (only the families the run uses; see each
+family's ``signature_fields``: ROUGE writes ``tok`` (tokenizer), ``stem`` (``none`` or
+``porter``), ``case`` (``lc`` lowercased, ``mixed`` case-sensitive) and ``ref``
+(multi-reference rule)), then ``nrefs`` (references per example, or ``var`` when it
+varies), ``bs`` (bootstrap resamples, 0 = off), ``ci`` (confidence level), ``seed``
+(bootstrap seed), then ``split:punct`` (rougeLsum's punctuation sentence splitting) and
+``maxtok`` (texts cut at that many tokens, when a family of the run cuts them), where they
+have been since the first version, and ``version`` last. Reference: Post
+(2018), "A Call for Clarity in Reporting BLEU Scores" (sacrebleu signatures).
+
+Comparing: two runs' scores are comparable when their :func:`score_fields` agree: every
+field except those describing the run or its inputs (:data:`NON_SCORE_FIELDS`), so a field a
+new family or setting adds is checked without changing this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-# Fields whose difference makes two runs' scores incomparable (``overlap compare`` refuses).
+# Fields that decide scores in every signature written so far (checked first, in this order).
 SCORE_FIELDS = ("metrics", "tok", "stem", "case", "ref")
+# Fields that describe the run or its inputs, not how a score is computed: a difference is
+# reported as a note, never refused.
+NON_SCORE_FIELDS = ("nrefs", "bs", "ci", "seed", "version")
+# Family fields written after ``seed``, where they have been since the first version (so
+# that every ROUGE signature reads as before).
+_LATE_FIELDS = ("split", "maxtok")
 
 
 @dataclass(frozen=True)
@@ -65,44 +79,58 @@ class Signature:
 def build_signature(
     *,
     metrics: tuple[str, ...],
-    tokenizer: str,
-    stemmer: str,
-    case_sensitive: bool,
-    multi_reference: str,
     n_references: int | str,
     n_bootstrap: int,
     confidence: float,
     seed: int | None,
-    extra: Mapping[str, str] | None = None,
+    **options: Any,
 ) -> Signature:
     """Build the signature of a scoring configuration.
 
     Args:
         metrics: metric names, in the order requested.
-        tokenizer: tokenizer name.
-        stemmer: ``none`` or ``porter``.
-        case_sensitive: True for case-sensitive runs (``case:mixed``).
-        multi_reference: the multi-reference rule name.
         n_references: references per example, or ``"var"`` when it varies.
         n_bootstrap: bootstrap resamples (0 when off).
         confidence: confidence level in (0, 1).
         seed: bootstrap seed (None is written ``none``).
-        extra: further ``key: value`` settings (e.g. ``maxtok``), written before ``version``.
+        options: the flat scoring options (``tokenizer``, ``stemmer``, ``max_tokens``,
+            ``bleu_tokenize``...); missing family options take their defaults, and without
+            ``max_tokens`` no text is cut (no ``maxtok`` field).
+
+    Raises:
+        ConfigError: an unknown metric.
 
     """
     from pipeline import __version__
+    from pipeline.metrics import registry
 
-    parts: list[tuple[str, str]] = [
-        ("metrics", "+".join(metrics)),
-        ("tok", tokenizer),
-        ("stem", stemmer),
-        ("case", "mixed" if case_sensitive else "lc"),
-        ("ref", multi_reference),
-        ("nrefs", str(n_references)),
-        ("bs", str(n_bootstrap)),
-        ("ci", f"{confidence:g}"),
-        ("seed", "none" if seed is None else str(seed)),
-    ]
-    parts += [(k, str(v)) for k, v in (extra or {}).items()]
-    parts.append(("version", __version__))
+    family = registry.signature_fields(metrics, options)
+    late = [(k, family.pop(k)) for k in _LATE_FIELDS if k in family]
+    parts: list[tuple[str, str]] = [("metrics", "+".join(metrics)), *family.items(),
+                                    ("nrefs", str(n_references)),
+                                    ("bs", str(n_bootstrap)),
+                                    ("ci", f"{confidence:g}"),
+                                    ("seed", "none" if seed is None else str(seed)),
+                                    *late, ("version", __version__)]
     return Signature(tuple(parts))
+
+
+def score_fields(baseline: Signature, candidate: Signature) -> tuple[str, ...]:
+    """Return the signature fields that decide how scores are computed, for two signatures.
+
+    :data:`SCORE_FIELDS` (metrics, tokenizer, stemmer, case, multi-reference rule), then any
+    further field either signature has that is not in :data:`NON_SCORE_FIELDS` (a family's
+    or a later setting's field, e.g. ``split`` or ``bleu.tok``).
+    """
+    extra = [k for sig in (baseline, candidate) for k, _ in sig.fields
+             if k not in SCORE_FIELDS and k not in NON_SCORE_FIELDS]
+    return SCORE_FIELDS + tuple(dict.fromkeys(extra))
+
+
+def score_differences(baseline: Signature, candidate: Signature) -> list[str]:
+    """The :func:`score_fields` whose values differ (empty: the scores are comparable)."""
+    return baseline.differences(candidate, keys=score_fields(baseline, candidate))
+
+
+__all__ = ["NON_SCORE_FIELDS", "SCORE_FIELDS", "Signature", "build_signature",
+           "score_differences", "score_fields"]

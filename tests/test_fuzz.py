@@ -23,7 +23,7 @@ from rouge_score import rouge_scorer
 
 from pipeline.api import score
 from pipeline.config import ScoreConfig
-from pipeline.scoring import MEASURES, MULTI_REFERENCE_RULES
+from pipeline.metrics.rouge import MEASURES, MULTI_REFERENCE_RULES
 from pipeline.tokenizers import TOKENIZERS
 
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")

@@ -23,7 +23,7 @@ def test_max_tokens_cuts_texts_and_flags_their_examples():
     want = reference_rouge.statistics("a b", "a b c", "rougeLsum")
     assert (rows[1]["rougeLsum_matches"], rows[1]["rougeLsum_prediction_units"],
             rows[1]["rougeLsum_reference_units"]) == want
-    assert scorer.signature_extra() == {"maxtok": "3"}
+    assert scorer.settings.signature_fields()["maxtok"] == "3"
     assert Scorer().score_batch(["a"], [["a"]]).truncated is None
 
 

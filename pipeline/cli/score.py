@@ -18,8 +18,8 @@ import click
 from pipeline.cli import main
 from pipeline.config import ENGINES, ON_EMPTY_REFERENCES, ON_LONG_TEXT, ON_MISSING
 from pipeline.errors import PipelineError, did_you_mean
-from pipeline.scoring import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
-from pipeline.tokenizers import STEMMERS, TOKENIZERS
+from pipeline.metrics.base import Option
+from pipeline.scoring import DEFAULT_METRICS, Threshold
 
 
 class _Choice(click.Choice):
@@ -41,27 +41,36 @@ def one_line(err: Exception) -> str:
     return " ".join(part.strip() for part in str(err).splitlines() if part.strip())
 
 
+def _family_option(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option of a family option (declared once, in its family's module)."""
+    shown = ("not set" if option.default is None else
+             ("yes" if option.default else "no") if option.type is bool else option.default)
+    text = f"{option.help}  [default: {shown}]"
+    if option.type is bool:
+        return click.option(f"{option.flag}/--no-{option.flag[2:]}", option.key, default=None,
+                            help=text)
+    kind: Any = _Choice(option.choices) if option.choices else option.type
+    return click.option(option.flag, option.key, type=kind, help=text)
+
+
 def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Options that define the scores and intervals (shared by ``score`` and ``signature``)."""
-    options = [
+    """Options that define the scores and intervals (shared by ``score`` and ``signature``).
+
+    The metric names in ``--metrics``'s help and every family option's flag come from the
+    metric registry.
+    """
+    from pipeline.metrics import registry
+
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option("--config", "config_file", type=click.Path(dir_okay=False),
                      help="YAML settings file (see configs/default.yaml); flags override it."),
-        click.option("--metrics", help="Comma-separated metrics: rouge1..rouge9, rougeL, "
-                     "rougeLsum.  [default: rouge1,rouge2,rougeL,rougeLsum]"),
-        click.option("--tokenizer", type=_Choice(TOKENIZERS),
-                     help="Tokenizer.  [default: rouge-score]"),
-        click.option("--stemmer", type=_Choice(STEMMERS),
-                     help="Porter stemming as rouge-score use_stemmer=True.  [default: none]"),
-        click.option("--case-sensitive/--no-case-sensitive", default=None,
-                     help="Keep case when tokenizing.  [default: no]"),
-        click.option("--multi-reference", type=_Choice(MULTI_REFERENCE_RULES),
-                     help="How several references combine.  [default: max]"),
-        click.option("--sentence-split", type=_Choice(SENTENCE_SPLITS),
-                     help="How rougeLsum finds sentences: newline (rouge-score) or "
-                          "punctuation.  [default: newline]"),
+        click.option("--metrics", metavar="NAME[,NAME]",
+                     help=f"Comma-separated metrics: {_names_help(registry.names())}.  "
+                          f"[default: {','.join(DEFAULT_METRICS)}]"),
+        *(_family_option(o) for o in registry.options()),
         click.option("--max-tokens", type=int, metavar="N",
-                     help="Cut texts longer than N tokens (signature maxtok:N); see "
-                          "--on-long-text.  [default: 100000]"),
+                     help="Cut texts longer than N tokens before ROUGE (signature "
+                          "maxtok:N); see --on-long-text.  [default: 100000]"),
         click.option("--bootstrap", type=int, metavar="N",
                      help="Bootstrap resamples for the intervals; 0 turns them off.  "
                           "[default: 1000]"),
@@ -72,6 +81,20 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def _names_help(names: tuple[str, ...]) -> str:
+    """``rouge1..rouge9, rougeL, ...``: runs of numbered names shortened."""
+    out: list[str] = []
+    i = 0
+    while i < len(names):
+        j = i
+        while j + 1 < len(names) and names[j + 1][:-1] == names[i][:-1] \
+                and names[j + 1][-1:].isdigit() and names[j][-1:].isdigit():
+            j += 1
+        out.append(f"{names[i]}..{names[j]}" if j - i >= 2 else ", ".join(names[i:j + 1]))
+        i = j + 1
+    return ", ".join(out)
 
 
 def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
@@ -99,8 +122,8 @@ def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
 @click.option("--keep-columns", metavar="COL[,COL]",
               help="Further predictions columns to copy into the examples.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="METRIC.MEASURE=VALUE",
-              help="Pass/fail gate, e.g. rougeL.fmeasure=0.5 (repeatable): a passed_... "
-                   "column and pass rates.")
+              help="Pass/fail gate on any measure, e.g. rougeL.fmeasure=0.5 or "
+                   "bleu.score=30 (repeatable): a passed_... column and pass rates.")
 @click.option("--keep-text/--no-keep-text", default=None,
               help="Copy the prediction text into the examples (column 'prediction').")
 @click.option("--on-missing", type=_Choice(ON_MISSING),
@@ -200,7 +223,11 @@ def _cell(mean: float | None, low: float | None, high: float | None) -> str:
 
 
 def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
-    """Render a run's summary: fmeasure means (and pass rates) per group, with intervals.
+    """Render a run's summary: each metric's primary measure (and pass rates) per group.
+
+    A metric shows its corpus score (``statistic`` ``corpus``, e.g. corpus BLEU) when the
+    aggregate has one, else the mean of its primary measure (ROUGE's fmeasure), with
+    intervals.
 
     Args:
         manifest: the run's manifest (``pipeline.api.ScoreRun.manifest``).
@@ -211,15 +238,21 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         output went.
 
     """
+    from pipeline.metrics import registry
+
     config = manifest["config"]
     group_by: list[str] = config["group_by"]
     metrics: list[str] = config["metrics"]
     rows = aggregate.to_pylist()
+    corpus_rows = {(r["metric"], r["measure"]) for r in rows if r["statistic"] == "corpus"}
+    specs = registry.specs(metrics, config)
     columns: list[tuple[str, str, str, float | None]] = [
-        (m, "fmeasure", "mean", None) for m in metrics]
-    columns += [(t.split(".")[0], t.split(".")[1].split("=")[0], "pass_rate",
-                 float(t.split("=")[1])) for t in config["threshold"]]
-    headers = [m if s == "mean" else f"pass {m}.{x}>={at:g}" for m, x, s, at in columns]
+        (s.name, s.primary, "corpus" if (s.name, s.primary) in corpus_rows else "mean", None)
+        for s in specs]
+    thresholds = [Threshold.parse(t) for t in config["threshold"]]
+    columns += [(t.metric, t.measure, "pass_rate", t.at) for t in thresholds]
+    headers = [m if s == "mean" else f"{m} (corpus)" if s == "corpus"
+               else f"pass {m}.{x}>={at:g}" for m, x, s, at in columns]
     table: dict[tuple, dict[tuple, dict[str, Any]]] = {}
     n_of: dict[tuple, int] = {}
     for r in rows:
@@ -245,6 +278,12 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
+    primaries = sorted({s.primary for s in specs})
+    shown = (f"{primaries[0]} means" if len(primaries) == 1 else
+             "means of each metric's primary measure (" + ", ".join(
+                 f"{s.name}: {s.primary}" for s in specs) + ")")
+    if corpus_rows:
+        shown += "; corpus scores from summed statistics where marked"
     counts = manifest["counts"]
     engine = manifest["engine"]
     if engine["engine"] == "local":
@@ -263,7 +302,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         fmt(header),
         *[fmt(r) for r in lines_in],
         "",
-        f"fmeasure means with a {interval}; every measure is in aggregate.parquet",
+        f"{shown} with a {interval}; every measure is in aggregate.parquet",
     ]
     if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
             and config.get("sentence_split") == "newline":

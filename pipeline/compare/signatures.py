@@ -1,34 +1,17 @@
-"""Which signature fields two compared runs must share (the rest are only noted)."""
+"""Refusing to compare runs scored differently (the rules live in :mod:`pipeline.signature`)."""
 
 from __future__ import annotations
 
 from pipeline.errors import SignatureMismatchError
-from pipeline.signature import SCORE_FIELDS, Signature
-
-# Signature fields that describe the run or its inputs, not how a score is computed: a
-# difference is reported as a note, never refused.
-NON_SCORE_FIELDS = ("nrefs", "bs", "ci", "seed", "version")
-
-
-def score_fields(baseline: Signature, candidate: Signature) -> tuple[str, ...]:
-    """Return the signature fields that decide how scores are computed, for two signatures.
-
-    :data:`pipeline.signature.SCORE_FIELDS` (metrics, tokenizer, stemmer, case,
-    multi-reference rule), then any further field either signature has that is not in
-    :data:`NON_SCORE_FIELDS` (a setting added later, e.g. a sentence-split rule, is thereby
-    checked without changing this code).
-    """
-    extra = [k for sig in (baseline, candidate) for k, _ in sig.fields
-             if k not in SCORE_FIELDS and k not in NON_SCORE_FIELDS]
-    return SCORE_FIELDS + tuple(dict.fromkeys(extra))
+from pipeline.signature import NON_SCORE_FIELDS, Signature, score_differences, score_fields
 
 
 def check_signatures(baseline: Signature, candidate: Signature, *,
                      allow_mismatch: bool = False) -> list[str]:
     """Compare the scoring-relevant fields of two run signatures.
 
-    The fields are those of :func:`score_fields`: metrics, tokenizer, stemmer, case,
-    multi-reference rule and any later scoring setting.
+    The rules are :func:`pipeline.signature.score_differences`: metrics, tokenizer, stemmer,
+    case, multi-reference rule and any family's or later setting's field.
 
     Args:
         baseline: the baseline run's signature.
@@ -43,7 +26,7 @@ def check_signatures(baseline: Signature, candidate: Signature, *,
             each field with both values.
 
     """
-    fields = baseline.differences(candidate, keys=score_fields(baseline, candidate))
+    fields = score_differences(baseline, candidate)
     if fields and not allow_mismatch:
         a, b = baseline.as_dict(), candidate.as_dict()
         detail = "; ".join(f"{k}: {a.get(k, '(absent)')} vs {b.get(k, '(absent)')}"

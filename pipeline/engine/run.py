@@ -81,13 +81,8 @@ class Execution:
 
 
 def scoring_settings(config: ScoreConfig) -> ScoringSettings:
-    """Return the picklable scoring settings workers need."""
-    return ScoringSettings(metrics=config.metrics, tokenizer=config.tokenizer,
-                           stemmer=config.stemmer, case_sensitive=config.case_sensitive,
-                           multi_reference=config.multi_reference,
-                           sentence_split=config.sentence_split,
-                           thresholds=config.thresholds, max_tokens=config.max_tokens,
-                           on_long_text=config.on_long_text)
+    """Return the picklable scoring settings workers need (the config's scoring part)."""
+    return config.scoring
 
 
 def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress | None,
@@ -250,7 +245,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
 
     """
     numeric = read_columns(example_files, [config.id_column, *config.group_by,
-                                           *value_columns(config.metrics, config.thresholds)])
+                                           *value_columns(config.metrics, config.thresholds,
+                                                          config.to_dict())])
     # Resample rows in id order, so that intervals do not depend on how the run was
     # partitioned (partition_rows, engine) or on the order of the input files.
     numeric = numeric.take(pc.sort_indices(numeric, [(config.id_column, "ascending")]))

@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.config import Threshold
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
@@ -46,7 +45,7 @@ from pipeline.io.schema import (
     normalize,
 )
 from pipeline.io.write import write_json, write_parquet
-from pipeline.scoring import Scorer, SentenceSplitWarning, ZeroTokenWarning
+from pipeline.scoring import Scorer, ScoringSettings, SentenceSplitWarning, ZeroTokenWarning
 
 # Rows scored per call of the scorer: bounds the tokenizer's working memory.
 SCORE_BATCH_ROWS = 8192
@@ -75,37 +74,10 @@ _REMEDIES = {
 }
 
 
-@dataclass(frozen=True)
-class ScoringSettings:
-    """What a worker needs to score, in picklable form.
-
-    Attributes:
-        metrics, tokenizer, stemmer, case_sensitive, multi_reference, sentence_split: as in
-            :class:`pipeline.scoring.Scorer`.
-        thresholds: pass/fail gates, one ``passed_...`` column each.
-        max_tokens: texts are cut at this many tokens (None: no limit).
-        on_long_text: ``truncate`` (flag the example) or ``error`` (report it as a problem).
-
-    """
-
-    metrics: tuple[str, ...]
-    tokenizer: str
-    stemmer: str
-    case_sensitive: bool
-    multi_reference: str
-    sentence_split: str = "newline"
-    thresholds: tuple[Threshold, ...] = ()
-    max_tokens: int | None = None
-    on_long_text: str = "truncate"
-
-
 @functools.lru_cache(maxsize=4)
 def _scorer(settings: ScoringSettings) -> Scorer:
     # Built once per worker process (and per settings): names validated, kernels loaded.
-    return Scorer(metrics=settings.metrics, tokenizer=settings.tokenizer,
-                  stemmer=settings.stemmer, case_sensitive=settings.case_sensitive,
-                  multi_reference=settings.multi_reference,
-                  sentence_split=settings.sentence_split, max_tokens=settings.max_tokens)
+    return Scorer(settings)
 
 
 @dataclass

@@ -29,7 +29,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
-from pipeline.signature import SCORE_FIELDS, Signature
+from pipeline.signature import Signature, score_differences
 
 SUCCESS_MARKER = "_SUCCESS"
 MANIFEST_NAME = "manifest.json"
@@ -185,8 +185,7 @@ def open_run(path: str) -> RunInfo:
                          f"metadata {SIGNATURE_KEY.decode()!r})")
     try:
         signature = Signature.parse(text)
-        if file_signature and signature.differences(Signature.parse(file_signature),
-                                                    keys=SCORE_FIELDS):
+        if file_signature and score_differences(signature, Signature.parse(file_signature)):
             raise InputError(f"{path}: the manifest's signature ({text}) disagrees with the "
                              f"example files' ({file_signature})")
     except ValueError as err:

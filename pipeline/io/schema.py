@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.config import ScoreConfig
 from pipeline.errors import ConfigError, InputError, did_you_mean
 from pipeline.io.read import InputFile
 
@@ -34,6 +34,27 @@ TEXT_COLUMN = "prediction"
 TRUNCATED_COLUMN = "truncated"
 # Names the pipeline writes itself; ride-along columns may not use them.
 RESERVED_COLUMNS = (RUN_ID_COLUMN, "n_references", TRUNCATED_COLUMN)
+
+
+class InputSettings(Protocol):
+    """The settings :func:`resolve_inputs` reads (a :class:`pipeline.config.ScoreConfig`)."""
+
+    @property
+    def id_column(self) -> str: ...  # noqa: D102
+    @property
+    def prediction_column(self) -> str: ...  # noqa: D102
+    @property
+    def reference_column(self) -> str | None: ...  # noqa: D102
+    @property
+    def group_by(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def keep_columns(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def keep_text(self) -> bool: ...  # noqa: D102
+    @property
+    def on_missing(self) -> str: ...  # noqa: D102
+    @property
+    def on_empty_references(self) -> str: ...  # noqa: D102
 
 
 @dataclass(frozen=True)
@@ -135,7 +156,7 @@ def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
     return pa.types.is_integer(a) and pa.types.is_integer(b)
 
 
-def resolve_inputs(config: ScoreConfig, predictions: Sequence[InputFile],
+def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
                    references: Sequence[InputFile] | None) -> InputSpec:
     """Check the inputs' columns against the settings and pick the reference layout.
 
@@ -335,5 +356,5 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
 
 
 __all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN",
-           "TRUNCATED_COLUMN", "InputSpec", "check_utf8",
+           "TRUNCATED_COLUMN", "InputSettings", "InputSpec", "check_utf8",
            "example_schema", "normalize", "resolve_inputs"]

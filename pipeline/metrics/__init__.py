@@ -1,5 +1,6 @@
-"""Compiled metric kernels on integer token ids (numba). Pure: arrays in, counts out."""
+"""Metric families, their registry and their kernels.
 
-from pipeline.metrics.batch import score_pairs
-
-__all__ = ["score_pairs"]
+One protocol (:mod:`.base`), the registry dispatching metric names to families
+(:mod:`.registry`), one module per family (:mod:`.rouge`...), and pure kernels on token ids
+(``ngram``, ``lcs``, ``batch``: numba, arrays in, counts out).
+"""

@@ -13,12 +13,16 @@ specs, never a hand-kept list of names.
 Column naming in the per-example output: ``{name}_{measure}`` (float64) for each measure,
 ``{name}_{statistic}`` for each sufficient statistic (int64 or float64), and
 ``{name}_reference_index`` (int32) when the family keeps which reference was used.
+
+A family's settings are :class:`Option` declarations: each is a key of the settings object,
+of the config file and a command-line flag (``bleu_tokenize`` is ``--bleu-tokenize``), so a
+new family adds its options without touching the settings, the CLI or the config reader.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -73,14 +77,82 @@ class MetricSpec:
         return tuple(f"{self.name}_{s}" for s, _ in self.statistics)
 
 
+@dataclass(frozen=True)
+class Option:
+    """One setting of a family, declared once.
+
+    Attributes:
+        key: the settings and config-file key, e.g. ``bleu_tokenize``; the flag is
+            ``--bleu-tokenize`` (``--key/--no-key`` for a bool).
+        default: the default value; its type is the option's type (str, bool, int or
+            float). A default of None means "not set" (None is then always allowed) and
+            ``kind`` gives the type.
+        help: one sentence for ``--help`` and ``configs/default.yaml``.
+        choices: the allowed values of a str option (empty: any string).
+        minimum: the smallest allowed value of an int or float option (None: no bound).
+        kind: the value type when ``default`` is None (str, int or float).
+
+    """
+
+    key: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    kind: type | None = None
+
+    @property
+    def type(self) -> type:
+        """The value type: ``kind``, else the type of ``default``."""
+        return self.kind if self.kind is not None else type(self.default)
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag, ``--`` and the key with ``-`` for ``_``."""
+        return "--" + self.key.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class FamilyScores:
+    """What a family's ``score`` returns for one batch.
+
+    Attributes:
+        columns: column name -> array of length N, for every column of the requested
+            metrics' specs (measures, statistics, reference index).
+        truncated: bool (N,): the example had a text cut at ``max_tokens`` (None when the
+            family cuts nothing).
+        counts: data-warning counts, keyed as in the manifest's ``counts`` (e.g.
+            ``zero_token_texts``); summed over families and batches.
+
+    """
+
+    columns: dict[str, np.ndarray]
+    truncated: np.ndarray | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+
 class MetricFamily(Protocol):
     """What a metric family module provides (one module per family under ``metrics/``).
 
     A family is stateless; its options come in the flat scoring-options mapping (the same
-    keys as the config file, e.g. ``tokenizer``, ``stemmer``, ``bleu_tokenize``).
+    keys as the config file, e.g. ``tokenizer``, ``stemmer``, ``bleu_tokenize``), with every
+    declared option present (the registry fills in defaults).
+
+    Attributes:
+        name: the family's registry name, e.g. ``rouge``.
+        names: the metric names it serves as listed in ``--help`` and "did you mean" hints
+            (a family serving names by pattern lists the usual ones).
+        options: its settings (keys shared with another family must be declared alike).
+
     """
 
-    name: str
+    # read-only, so a family may declare them as plain class attributes
+    @property
+    def name(self) -> str: ...  # noqa: D102
+    @property
+    def names(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def options(self) -> tuple[Option, ...]: ...  # noqa: D102
 
     def serves(self, metric: str) -> bool:
         """True when ``metric`` is one of this family's names (e.g. ``rouge7``)."""
@@ -101,20 +173,24 @@ class MetricFamily(Protocol):
 
     def score(self, predictions: Sequence[str | None],
               references: Sequence[Sequence[str | None]], metrics: Sequence[str],
-              options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+              options: Mapping[str, Any]) -> FamilyScores:
         """Per-example columns for ``metrics`` of this family (names as in the specs).
+
+        Every text is tokenized once for all of ``metrics``.
 
         Args:
             predictions: N texts (None scores as empty).
-            references: N lists of reference texts.
+            references: N lists of reference texts (a list may be empty: the example
+                scores 0, reference index -1).
             metrics: names this family serves, in output order.
             options: the flat scoring options.
 
         Returns:
-            Column name -> array of length N (measures, statistics, reference indexes).
+            :class:`FamilyScores`: per column an array of length N (measures, statistics,
+            reference indexes).
 
         """
         ...
 
 
-__all__ = ["CorpusScore", "MetricFamily", "MetricSpec"]
+__all__ = ["CorpusScore", "FamilyScores", "MetricFamily", "MetricSpec", "Option"]

@@ -1,22 +1,71 @@
-"""The metric registry: metric names -> :class:`~pipeline.metrics.base.MetricSpec`.
+"""The metric registry: metric names -> families and :class:`~pipeline.metrics.base.MetricSpec`.
 
-The one place downstream layers (output schema, aggregate, compare, thresholds, CLI) learn
-which columns a metric writes and how its corpus value is computed.
+The one place downstream layers (output schema, aggregate, compare, thresholds, signature,
+CLI) learn which metrics exist, which columns a metric writes, how its corpus value is
+computed, and which options a family has. A family claims names by pattern
+(:meth:`MetricFamily.serves`), so ``rouge7`` needs no list entry.
 
-Seam for the families being added (issue 9): today only ROUGE's specs are built here; each
-family module will register itself and this module will only dispatch.
+Adding a family: write its module under ``metrics/`` (implementing
+:class:`~pipeline.metrics.base.MetricFamily`) and add it to :data:`FAMILIES`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.errors import ConfigError
-from pipeline.metrics.base import MetricSpec
+from pipeline.errors import ConfigError, did_you_mean
+from pipeline.metrics.base import MetricFamily, MetricSpec, Option
+from pipeline.metrics.bleu import FAMILY as BLEU
+from pipeline.metrics.chrf import FAMILY as CHRF
+from pipeline.metrics.rouge import FAMILY as ROUGE
+from pipeline.metrics.squad import FAMILY as SQUAD
 
-_ROUGE = re.compile(r"rouge[1-9]|rougeL|rougeLsum")
+# Every family, in the order their options and names are listed.
+FAMILIES: tuple[MetricFamily, ...] = (ROUGE, BLEU, CHRF, SQUAD)
+
+
+def family_of(metric: str) -> MetricFamily:
+    """The family serving ``metric``.
+
+    Raises:
+        ConfigError: no family serves it (with a "did you mean" hint).
+
+    """
+    for family in FAMILIES:
+        if family.serves(metric):
+            return family
+    raise ConfigError(f"unknown metric {metric!r}; choose from {', '.join(names())}",
+                      hint=did_you_mean(metric, names()))
+
+
+def names() -> tuple[str, ...]:
+    """Every listed metric name, family by family (for help texts and hints)."""
+    return tuple(n for f in FAMILIES for n in f.names)
+
+
+def options() -> tuple[Option, ...]:
+    """Every family option, each key once, in family order.
+
+    Raises:
+        ConfigError: two families declare one key differently (a programming error).
+
+    """
+    seen: dict[str, Option] = {}
+    for family in FAMILIES:
+        for option in family.options:
+            if option.key in seen and seen[option.key] != option:
+                raise ConfigError(f"option {option.key!r} is declared differently by two "
+                                  "metric families")
+            seen.setdefault(option.key, option)
+    return tuple(seen.values())
+
+
+def with_defaults(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with every family option it lacks at its default (other keys kept)."""
+    out = {o.key: o.default for o in options()}
+    out.update(values)
+    return out
 
 
 def spec(metric: str, options: Mapping[str, Any]) -> MetricSpec:
@@ -24,26 +73,53 @@ def spec(metric: str, options: Mapping[str, Any]) -> MetricSpec:
 
     Args:
         metric: a metric name, e.g. ``rouge1``.
-        options: scoring options as in the config file (``multi_reference``...).
+        options: scoring options as in the config file or a manifest's ``config``
+            (``multi_reference``, ``bleu_tokenize``...); missing options take their
+            defaults, other keys are ignored.
+
+    Raises:
+        ConfigError: an unknown metric name, or an option value its family refuses.
+
+    """
+    return family_of(metric).spec(metric, with_defaults(options))
+
+
+def specs(metrics: Sequence[str], options: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+    """Specs of ``metrics`` in order (see :func:`spec`)."""
+    full = with_defaults(options)
+    return tuple(family_of(m).spec(m, full) for m in metrics)
+
+
+def by_family(metrics: Sequence[str]) -> list[tuple[MetricFamily, tuple[str, ...]]]:
+    """``metrics`` grouped by family, families in order of their first metric.
 
     Raises:
         ConfigError: an unknown metric name.
 
     """
-    if _ROUGE.fullmatch(metric):
-        return MetricSpec(
-            name=metric, family="rouge", measures=("precision", "recall", "fmeasure"),
-            primary="fmeasure",
-            statistics=(("matches", "int64"), ("prediction_units", "int64"),
-                        ("reference_units", "int64")),
-            reference_rule=str(options.get("multi_reference", "max")),
-            has_reference_index=True)
-    raise ConfigError(f"unknown metric {metric!r}")
+    groups: dict[str, tuple[MetricFamily, list[str]]] = {}
+    for m in metrics:
+        family = family_of(m)
+        groups.setdefault(family.name, (family, []))[1].append(m)
+    return [(family, tuple(ms)) for family, ms in groups.values()]
 
 
-def specs(metrics: Sequence[str], options: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
-    """Specs of ``metrics`` in order (see :func:`spec`)."""
-    return tuple(spec(m, options) for m in metrics)
+def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, str]:
+    """Signature fields of the families of ``metrics``, in order of their first metric.
+
+    Raises:
+        ConfigError: an unknown metric name, or two families writing one field differently.
+
+    """
+    full = with_defaults(options)
+    fields: dict[str, str] = {}
+    for family, _ in by_family(metrics):
+        for key, value in family.signature_fields(full).items():
+            if fields.setdefault(key, value) != value:
+                raise ConfigError(f"signature field {key!r} is written differently by two "
+                                  "metric families")
+    return fields
 
 
-__all__ = ["spec", "specs"]
+__all__ = ["FAMILIES", "by_family", "family_of", "names", "options", "signature_fields",
+           "spec", "specs", "with_defaults"]

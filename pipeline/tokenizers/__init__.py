@@ -321,7 +321,7 @@ def tokenize_batch(
 
 def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
                  table: np.ndarray):
-    from pipeline.metrics.bytes_tokens import tokenize_bytes
+    from pipeline.tokenizers.bytes_tokens import tokenize_bytes
 
     # One encoding pass over the whole batch, texts joined by NUL (which UTF-8 produces for
     # U+0000 only); per text only if a text contains a NUL itself.

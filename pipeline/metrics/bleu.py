@@ -1,0 +1,340 @@
+"""BLEU as sacrebleu 2.x computes it: the ``bleu`` family.
+
+Per example, sacrebleu's sufficient statistics in its own layout: prediction length,
+(closest) reference length, clipped n-gram matches for orders 1..4 and the prediction's
+n-gram counts for orders 1..4. With several references an n-gram's clipping count is its
+largest count in any one reference, and the reference length is the one closest to the
+prediction's length (the shorter on ties). ``bleu_score`` is sacrebleu's ``sentence_bleu``
+(effective order, smoothing ``exp`` unless told otherwise); the corpus score is computed
+from statistics summed over examples, as ``corpus_bleu`` (no effective order).
+
+Definition: Papineni et al. (2002), "BLEU: a Method for Automatic Evaluation of Machine
+Translation"; smoothing: Chen and Cherry (2014), "A Systematic Comparison of Smoothing
+Techniques for Sentence-Level BLEU"; code: sacrebleu 2.x ``metrics/bleu.py``
+(``compute_bleu``, ``_extract_reference_info``, ``_compute_segment_statistics``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from pipeline.errors import ConfigError, did_you_mean
+from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.mt_tokenizers import MT_TOKENIZERS, check_tokenizer, ngram_ids, tokenize_batch
+
+MAX_ORDER = 4
+NAMES = ("bleu",)
+# sacrebleu's BLEU.SMOOTH_DEFAULTS: the value a method uses when none is given
+SMOOTH_DEFAULTS: dict[str, float | None] = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
+SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
+STATISTICS = (
+    ("prediction_tokens", "int64"), ("reference_tokens", "int64"),
+    *((f"matches_{n}", "int64") for n in range(1, MAX_ORDER + 1)),
+    *((f"prediction_ngrams_{n}", "int64") for n in range(1, MAX_ORDER + 1)),
+)
+OPTIONS = (
+    Option("bleu_tokenize", "13a", "Tokenizer of BLEU, as sacrebleu's: 13a (mteval-v13a, "
+           "sacrebleu's default), intl (mteval-v14 international), zh, char or none.",
+           choices=MT_TOKENIZERS),
+    Option("bleu_smooth", "exp", "Smoothing of BLEU, as sacrebleu's: exp (its default), "
+           "floor, add-k or none.", choices=SMOOTH_METHODS),
+    Option("bleu_smooth_value", None, "The value of BLEU's floor or add-k smoothing; unset: "
+           "sacrebleu's defaults (floor 0.1, add-k 1).", minimum=0.0, kind=float),
+    Option("bleu_lowercase", False, "Lowercase texts before BLEU's tokenizer (sacrebleu "
+           "lowercase=True; signature bleu-case:lc)."),
+)
+_LOG_ZERO = -9999999999.0  # sacrebleu's my_log(0)
+
+
+@njit(cache=True, nogil=True)
+def _bleu(stats, smooth, smooth_value, effective_order):
+    # sacrebleu's BLEU.compute_bleu on one row [sys_len, ref_len, correct * 4, total * 4],
+    # operation for operation. smooth: 0 none, 1 floor, 2 add-k, 3 exp.
+    sys_len = stats[0]
+    ref_len = stats[1]
+    bp = 1.0
+    if sys_len < ref_len:
+        bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
+    any_correct = False
+    for n in range(MAX_ORDER):
+        if stats[2 + n] != 0:
+            any_correct = True
+    if not any_correct:
+        return 0.0
+    precisions = np.zeros(MAX_ORDER)
+    smooth_mteval = 1.0
+    eff_order = MAX_ORDER
+    for n in range(1, MAX_ORDER + 1):
+        correct = stats[1 + n]
+        total = stats[1 + MAX_ORDER + n]
+        if smooth == 2 and n > 1:
+            correct += smooth_value
+            total += smooth_value
+        if total == 0:
+            break
+        if effective_order:
+            eff_order = n
+        if correct == 0:
+            if smooth == 3:
+                smooth_mteval *= 2
+                precisions[n - 1] = 100.0 / (smooth_mteval * total)
+            elif smooth == 1:
+                precisions[n - 1] = 100.0 * smooth_value / total
+        else:
+            precisions[n - 1] = 100.0 * correct / total
+    log_sum = 0.0
+    for n in range(eff_order):
+        log_sum += math.log(precisions[n]) if precisions[n] != 0.0 else _LOG_ZERO
+    return bp * math.exp(log_sum / eff_order)
+
+
+@njit(cache=True, nogil=True)
+def _bleu_rows(stats, smooth, smooth_value, effective_order):
+    out = np.empty(stats.shape[0])
+    for i in range(stats.shape[0]):
+        out[i] = _bleu(stats[i], smooth, smooth_value, effective_order)
+    return out
+
+
+def _smooth(smooth: str, smooth_value: float | None) -> tuple[int, float]:
+    if smooth not in SMOOTH_DEFAULTS:
+        raise ConfigError(f"unknown BLEU smoothing {smooth!r}; choose from "
+                          f"{', '.join(SMOOTH_METHODS)}", hint=did_you_mean(smooth, SMOOTH_METHODS))
+    value = SMOOTH_DEFAULTS[smooth] if smooth_value is None else smooth_value
+    return ("none", "floor", "add-k", "exp").index(smooth), float(value or 0.0)
+
+
+def bleu_from_statistics(stats: np.ndarray, *, smooth: str = "exp",
+                         smooth_value: float | None = None,
+                         effective_order: bool = False) -> np.ndarray:
+    """BLEU of each row of sufficient statistics, as sacrebleu's ``BLEU.compute_bleu``.
+
+    Args:
+        stats: shape (R, 10) in sacrebleu's layout (:data:`STATISTICS`): prediction length,
+            reference length, matches of orders 1..4, prediction n-grams of orders 1..4;
+            integers, or their float64 sums.
+        smooth: ``exp`` (NIST geometric decay), ``floor``, ``add-k`` or ``none``.
+        smooth_value: the value of ``floor`` / ``add-k``; None: sacrebleu's default
+            (:data:`SMOOTH_DEFAULTS`).
+        effective_order: True for sentence BLEU (orders without any prediction n-gram are
+            left out of the geometric mean), False for corpus BLEU.
+
+    Returns:
+        float64 (R,), BLEU in [0, 100].
+
+    Raises:
+        ConfigError: an unknown smoothing method.
+
+    """
+    method, value = _smooth(smooth, smooth_value)
+    rows = np.ascontiguousarray(np.asarray(stats, dtype=np.float64).reshape(-1, len(STATISTICS)))
+    return _bleu_rows(rows, method, value, effective_order)
+
+
+def corpus_bleu_score(stats: np.ndarray, *, smooth: str = "exp",
+                      smooth_value: float | None = None) -> np.ndarray:
+    """Corpus BLEU from statistics summed over examples: sacrebleu's ``corpus_bleu``.
+
+    Args:
+        stats: float64 (R, 10), each row a sum of per-example statistics (see
+            :func:`bleu_from_statistics`).
+        smooth: the smoothing method (``exp`` is ``corpus_bleu``'s default).
+        smooth_value: the value of ``floor`` / ``add-k`` (None: sacrebleu's default).
+
+    Returns:
+        float64 (R,), corpus BLEU in [0, 100].
+
+    """
+    return bleu_from_statistics(stats, smooth=smooth, smooth_value=smooth_value,
+                                effective_order=False)
+
+
+@njit(cache=True, nogil=True)
+def _segment_statistics(grams, tok_offsets, n_predictions, ref_offsets, n_ids):
+    # texts 0..N-1 are the predictions, N + ref_offsets[i] .. N + ref_offsets[i+1] - 1 the
+    # references of example i
+    max_order = grams.shape[0]
+    out = np.zeros((n_predictions, 2 + 2 * max_order), np.int64)
+    count = np.zeros(n_ids, np.int32)  # one reference's counts
+    clip = np.zeros(n_ids, np.int32)  # max over references, then what is left to match
+    touched = np.empty(grams.size + 1, np.int64)
+    for i in range(n_predictions):
+        hyp_lo = tok_offsets[i]
+        hyp_len = tok_offsets[i + 1] - hyp_lo
+        n_touched = 0
+        closest_diff = -1
+        closest_len = 0
+        for r in range(n_predictions + ref_offsets[i], n_predictions + ref_offsets[i + 1]):
+            lo = tok_offsets[r]
+            ref_len = tok_offsets[r + 1] - lo
+            diff = abs(hyp_len - ref_len)
+            if closest_diff == -1 or diff < closest_diff:
+                closest_diff = diff
+                closest_len = ref_len
+            elif diff == closest_diff and ref_len < closest_len:
+                closest_len = ref_len
+            first = n_touched
+            for n in range(max_order):
+                for p in range(lo, lo + ref_len - n):
+                    g = grams[n, p]
+                    if count[g] == 0:
+                        touched[n_touched] = g
+                        n_touched += 1
+                    count[g] += 1
+            for k in range(first, n_touched):
+                g = touched[k]
+                if count[g] > clip[g]:
+                    clip[g] = count[g]
+                count[g] = 0
+        out[i, 0] = hyp_len
+        out[i, 1] = closest_len
+        for n in range(max_order):
+            matches = 0
+            for p in range(hyp_lo, hyp_lo + hyp_len - n):
+                g = grams[n, p]
+                if clip[g] > 0:
+                    clip[g] -= 1
+                    matches += 1
+            out[i, 2 + n] = matches
+            out[i, 2 + max_order + n] = max(hyp_len - n, 0)
+        for k in range(n_touched):
+            clip[touched[k]] = 0
+    return out
+
+
+def _prepare(texts: Sequence[str | None], lowercase: bool) -> list[str]:
+    # sacrebleu's BLEU._preprocess_segment before the tokenizer: lower(), then rstrip()
+    if lowercase:
+        return [(t or "").lower().rstrip() for t in texts]
+    return [(t or "").rstrip() for t in texts]
+
+
+def bleu_statistics(predictions: Sequence[str | None],
+                    references: Sequence[Sequence[str | None]], *, tokenize: str = "13a",
+                    lowercase: bool = False) -> np.ndarray:
+    """Per-example BLEU sufficient statistics, as sacrebleu's ``_extract_corpus_statistics``.
+
+    Args:
+        predictions: N texts (None is empty).
+        references: N lists of reference texts; None entries are dropped (sacrebleu's
+            variable number of references); a list with none left has no reference
+            (reference length 0, nothing matches).
+        tokenize: ``13a`` (default), ``intl``, ``zh``, ``char`` or ``none``.
+        lowercase: lowercase every text first (sacrebleu ``lowercase=True``).
+
+    Returns:
+        int64 (N, 10) in :data:`STATISTICS` order.
+
+    Raises:
+        ConfigError: an unknown tokenizer.
+
+    Raises nothing else: any text is valid input.
+
+    """
+    check_tokenizer(tokenize)
+    if len(references) != len(predictions):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} reference lists")
+    refs = [[r for r in rs if r is not None] for rs in references]
+    ref_offsets = np.zeros(len(refs) + 1, np.int64)
+    np.cumsum([len(rs) for rs in refs], out=ref_offsets[1:])
+    texts = _prepare(predictions, lowercase) + _prepare([r for rs in refs for r in rs],
+                                                        lowercase)
+    batch = tokenize_batch(texts, tokenizer=tokenize)
+    grams, n_ids = ngram_ids(batch.ids, batch.offsets, batch.n_types, MAX_ORDER)
+    return _segment_statistics(grams, batch.offsets, len(predictions), ref_offsets, n_ids)
+
+
+def sentence_bleu_scores(predictions: Sequence[str | None],
+                         references: Sequence[Sequence[str | None]], *, tokenize: str = "13a",
+                         smooth: str = "exp", smooth_value: float | None = None,
+                         lowercase: bool = False) -> np.ndarray:
+    """sacrebleu's ``sentence_bleu`` for each example (see :func:`bleu_statistics`).
+
+    Returns:
+        float64 (N,), BLEU in [0, 100].
+
+    Raises:
+        ConfigError: an unknown tokenizer or smoothing method.
+
+    """
+    stats = bleu_statistics(predictions, references, tokenize=tokenize, lowercase=lowercase)
+    return bleu_from_statistics(stats, smooth=smooth, smooth_value=smooth_value,
+                                effective_order=True)
+
+
+class BleuFamily:
+    """The ``bleu`` family (options ``bleu_tokenize``, ``bleu_smooth``,
+    ``bleu_smooth_value``, ``bleu_lowercase``; see :data:`OPTIONS`)."""
+
+    name = "bleu"
+    names = NAMES
+    options = OPTIONS
+
+    def serves(self, metric: str) -> bool:
+        """True for ``bleu``."""
+        return metric in NAMES
+
+    @staticmethod
+    def _options(options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
+        opts = {o.key: options.get(o.key, o.default) for o in OPTIONS}
+        tokenize = str(opts["bleu_tokenize"])
+        if tokenize not in MT_TOKENIZERS:
+            check_tokenizer(tokenize)
+        smooth = str(opts["bleu_smooth"])
+        _smooth(smooth, opts["bleu_smooth_value"])
+        return tokenize, smooth, opts["bleu_smooth_value"], bool(opts["bleu_lowercase"])
+
+    def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
+        """The spec of ``bleu``: measure ``score`` (0-100), sacrebleu's statistics.
+
+        Raises:
+            ConfigError: an unknown tokenizer or smoothing method.
+
+        """
+        _, smooth, smooth_value, _ = self._options(options)
+        return MetricSpec(
+            name=metric, family=self.name, measures=("score",), primary="score",
+            statistics=STATISTICS, reference_rule="sacrebleu", has_reference_index=False,
+            corpus=partial(corpus_bleu_score, smooth=smooth, smooth_value=smooth_value),
+            scale=100.0)
+
+    def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
+        """sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
+        tokenize, smooth, smooth_value, lowercase = self._options(options)
+        value = SMOOTH_DEFAULTS[smooth] if smooth_value is None else smooth_value
+        smooth_text = smooth if value is None else f"{smooth}[{value:.2f}]"
+        return {"bleu-tok": tokenize, "bleu-smooth": smooth_text,
+                "bleu-case": "lc" if lowercase else "mixed"}
+
+    def score(self, predictions: Sequence[str | None],
+              references: Sequence[Sequence[str | None]], metrics: Sequence[str],
+              options: Mapping[str, Any]) -> FamilyScores:
+        """``bleu_score`` (sacrebleu's ``sentence_bleu``) and the statistics columns.
+
+        Raises:
+            ConfigError: an unknown tokenizer or smoothing method.
+
+        """
+        tokenize, smooth, smooth_value, lowercase = self._options(options)
+        stats = bleu_statistics(predictions, references, tokenize=tokenize,
+                                lowercase=lowercase)
+        columns = {"bleu_score": bleu_from_statistics(stats, smooth=smooth,
+                                                      smooth_value=smooth_value,
+                                                      effective_order=True)}
+        for j, (stat, _) in enumerate(STATISTICS):
+            columns[f"bleu_{stat}"] = np.ascontiguousarray(stats[:, j])
+        return FamilyScores({c: v for m in metrics for c, v in columns.items()
+                             if c.startswith(f"{m}_")})
+
+
+FAMILY = BleuFamily()
+
+__all__ = ["FAMILY", "MAX_ORDER", "NAMES", "OPTIONS", "SMOOTH_DEFAULTS", "SMOOTH_METHODS",
+           "STATISTICS", "BleuFamily", "bleu_from_statistics", "bleu_statistics",
+           "corpus_bleu_score", "sentence_bleu_scores"]

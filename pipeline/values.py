@@ -1,0 +1,119 @@
+"""Checked conversion of setting values (from YAML, flags or Python), each naming its key.
+
+Every converter takes ``(key, value)`` and returns the value in its settings type, or raises
+:class:`~pipeline.errors.ConfigError` naming the key. They accept the YAML form and the
+Python form alike (a list or a comma-separated string of names; a tuple), and refuse what a
+YAML typo produces (``"yes please"`` for a bool, ``"100"`` for an int).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline.errors import ConfigError, did_you_mean
+from pipeline.metrics.base import Option
+
+
+def as_str(key: str, value: Any) -> str:
+    """A string."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    return value
+
+
+def as_opt_str(key: str, value: Any) -> str | None:
+    """A string or None."""
+    return None if value is None else as_str(key, value)
+
+
+def as_names(key: str, value: Any) -> tuple[str, ...]:
+    """A tuple of names, from a YAML list or a comma-separated string."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = [v.strip() for v in value]
+    else:
+        raise ConfigError(f"{key}: expected a list of names or a comma-separated string, "
+                          f"got {value!r}")
+    if any(not v for v in items):
+        raise ConfigError(f"{key}: empty name in {value!r}")
+    return tuple(items)
+
+
+def as_bool(key: str, value: Any) -> bool:
+    """``true`` or ``false``, nothing else."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def as_int(key: str, value: Any) -> int:
+    """A whole number (not a bool, not a string)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    return value
+
+
+def as_opt_int(key: str, value: Any) -> int | None:
+    """A whole number or None."""
+    return None if value is None else as_int(key, value)
+
+
+def as_float(key: str, value: Any) -> float:
+    """A finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value):
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    return float(value)
+
+
+def as_mapping(key: str, value: Any) -> Mapping[str, Any] | None:
+    """A mapping (copied) or None."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+    return dict(value)
+
+
+def as_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (with a "did you mean" hint)."""
+    value = as_str(key, value)
+    if value not in choices:
+        raise ConfigError(f"{key}: unknown value {value!r}; choose one of {', '.join(choices)}",
+                          hint=did_you_mean(value, choices))
+    return value
+
+
+def as_option(option: Option, value: Any) -> Any:
+    """A family option's value, of the type of its default, within its choices or bounds.
+
+    Raises:
+        ConfigError: wrong type, unknown choice or below ``option.minimum``.
+
+    """
+    key = option.key
+    if value is None and option.default is None:
+        return None
+    kind = option.type
+    if kind is bool:
+        return as_bool(key, value)
+    if kind is int:
+        out: Any = as_int(key, value)
+    elif kind is float:
+        out = as_float(key, value)
+    elif option.choices:
+        return as_choice(key, value, option.choices)
+    else:
+        return as_str(key, value)
+    if option.minimum is not None and out < option.minimum:
+        raise ConfigError(f"{key}: expected a value >= {option.minimum:g}, got {out!r}")
+    return out
+
+
+__all__ = ["as_bool", "as_choice", "as_float", "as_int", "as_mapping", "as_names",
+           "as_opt_int", "as_opt_str", "as_option", "as_str"]
