@@ -87,18 +87,28 @@ def _stream_keys(hashes, stream, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _draw(keys, b0, nb, word, th, w):  # pragma: no cover - compiled
-    # w (4, block): the weights of resamples 4*word .. 4*word+3 for examples b0 .. b0+nb-1;
-    # returns nothing, the caller sums rows for the totals.
-    t0, t1, t2, t3 = th[0], th[1], th[2], th[3]
-    t4, t5, t6, t7 = th[4], th[5], th[6], th[7]
+def _draw(keys, b0, nb, word, th, flip, w, words, counts):  # pragma: no cover - compiled
+    # w (4, block): the weights of resamples 4*word .. 4*word+3 for examples b0 .. b0+nb-1.
+    # The words are drawn first, then their 16-bit lanes are compared as uint16 (16 to a
+    # vector), then spread to one row per lane.
     c = np.uint64(word + 1) * np.uint64(0x9E3779B97F4A7C15)
     for i in range(nb):
-        h = _mix64(keys[b0 + i] + c)
+        words[i] = _mix64(keys[b0 + i] + c)
+    lanes = words[:nb].view(np.uint16)  # little-endian: lane l of word i at 4 * i + l
+    if flip:
+        half = np.uint16(32768)
+        for j in range(4 * nb):
+            counts[j] = lanes[j] >= half
+    else:
+        t0, t1, t2, t3 = np.uint16(th[0]), np.uint16(th[1]), np.uint16(th[2]), np.uint16(th[3])
+        t4, t5, t6, t7 = np.uint16(th[4]), np.uint16(th[5]), np.uint16(th[6]), np.uint16(th[7])
+        for j in range(4 * nb):
+            u = lanes[j]
+            counts[j] = ((u >= t0) + (u >= t1) + (u >= t2) + (u >= t3)
+                         + (u >= t4) + (u >= t5) + (u >= t6) + (u >= t7))
+    for i in range(nb):
         for lane in range(4):
-            u = np.int64((h >> np.uint64(16 * lane)) & np.uint64(0xFFFF))
-            w[lane, i] = ((u >= t0) + (u >= t1) + (u >= t2) + (u >= t3)
-                          + (u >= t4) + (u >= t5) + (u >= t6) + (u >= t7))
+            w[lane, i] = counts[4 * i + lane]
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -178,14 +188,16 @@ def _totals(w, nb, tot, r0):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _weighted_sums(xt, keys, first_word, n_words, th, acc, tot):  # pragma: no cover
+def _weighted_sums(xt, keys, first_word, n_words, th, flip, acc, tot):  # pragma: no cover
     # xt (k, n) on the exact grid; acc (k, 4 * n_words) and tot (4 * n_words,) zeroed.
     k, n = xt.shape
     w = np.empty((4, 1024))
+    words = np.empty(1024, dtype=np.uint64)
+    counts = np.empty(4 * 1024, dtype=np.uint8)
     for b0 in range(0, n, 1024):
         nb = min(1024, n - b0)
         for j in range(n_words):
-            _draw(keys, b0, nb, first_word + j, th, w)
+            _draw(keys, b0, nb, first_word + j, th, flip, w, words, counts)
             r0 = 4 * j
             _totals(w, nb, tot, r0)
             q = 0
@@ -230,6 +242,25 @@ def position_hashes(n: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True, nogil=True)
+def _column_max_abs(values, out):  # pragma: no cover - compiled
+    n, k = values.shape
+    for i in range(n):
+        for q in range(k):
+            a = abs(values[i, q])
+            if a > out[q]:
+                out[q] = a
+
+
+@njit(cache=True, nogil=True)
+def _round_transposed(values, scales, out):  # pragma: no cover - compiled
+    # out[q, i] = rint(values[i, q] * 2**s_q) / 2**s_q: exact scalings, one rounding
+    n, k = values.shape
+    for i in range(n):
+        for q in range(k):
+            out[q, i] = np.rint(values[i, q] * scales[q]) / scales[q]
+
+
 def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
     """Round each column to its exact-summation grid, transposed for the resampling kernel.
 
@@ -245,15 +276,17 @@ def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
         float64 (k, n), C-contiguous.
 
     """
-    values = np.asarray(values, dtype=np.float64)
-    n = values.shape[0]
-    out = np.ascontiguousarray(values.T)
-    for q in range(out.shape[0]):
-        top = float(np.max(np.abs(out[q]))) if n else 0.0
-        if top == 0.0:
-            continue
-        s = 52 - math.ceil(math.log2(max_weight * n * top))
-        out[q] = np.ldexp(np.rint(np.ldexp(out[q], s)), -s)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n, k = values.shape
+    top = np.zeros(k)
+    _column_max_abs(values, top)
+    scales = np.ones(k)
+    for q in range(k):
+        if top[q] > 0.0:
+            s = 52 - math.ceil(math.log2(max_weight * n * float(top[q])))
+            scales[q] = 2.0 ** min(s, 1000)
+    out = np.empty((k, n))
+    _round_transposed(values, scales, out)
     return out
 
 
@@ -281,7 +314,8 @@ def resample_sums(grid: np.ndarray, keys: np.ndarray, *, weights: str, first: in
     acc = np.zeros((k, n_words * _LANES))
     tot = np.zeros(n_words * _LANES)
     if n_words and grid.shape[1]:
-        _weighted_sums(grid, keys, first // _LANES, n_words, THRESHOLDS[weights], acc, tot)
+        _weighted_sums(grid, keys, first // _LANES, n_words, THRESHOLDS[weights],
+                       weights == "flip", acc, tot)
     return np.ascontiguousarray(acc[:, :count].T), tot[:count]
 
 
