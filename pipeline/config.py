@@ -138,7 +138,9 @@ class ScoreConfig:
         given = values.pop("scoring", None)  # as dataclasses.replace passes it
         _check_keys(values, where="settings")
         scoring = {k: v for k, v in values.items() if k not in _RUN_KEYS}
-        if isinstance(given, ScoringSettings) and not scoring:
+        if given is not None:
+            if not isinstance(given, ScoringSettings) or scoring:
+                raise TypeError("scoring: a ScoringSettings, and then no scoring key besides")
             object.__setattr__(self, "scoring", given)
         else:
             scoring.setdefault("max_tokens", DEFAULT_MAX_TOKENS)

@@ -174,8 +174,7 @@ def tokenize_batch(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
 
 
 def tokenize(text: str, *, tokenizer: str) -> list[str]:
-    """Tokens of one text (see :func:`tokenize_batch`); equals ``sacrebleu``'s tokenizer
-    output split on white space."""
+    """Tokens of one text (:func:`tokenize_batch`): sacrebleu's tokenizer output, split."""
     return tokenize_batch([text], tokenizer=tokenizer).strings(0)
 
 
@@ -285,16 +284,24 @@ def _intern(buf, start, end, slots, chars, type_offsets, n_types, n_chars):
 
 
 @njit(cache=True, nogil=True)
+def _fit(buf, size):
+    # buf when it holds size values, else a bigger one (contents not kept)
+    if buf.shape[0] >= size:
+        return buf
+    return np.empty(2 * size, np.int32)
+
+
+@njit(cache=True, nogil=True)
 def _tokenize(cps, offsets, mode, flags, intl):
     n_texts = offsets.shape[0] - 1
     total = cps.shape[0]
     max_len = 0
     for i in range(n_texts):
         max_len = max(max_len, offsets[i + 1] - offsets[i])
-    # the rewriting passes only insert spaces: at most x3 (single), then x2 per pair pass
-    cap = 24 * max_len + 64
-    buf_a = np.empty(cap, np.int32)
-    buf_b = np.empty(cap, np.int32)
+    # the rewriting passes only insert spaces: a pass's output is at most 3x (one
+    # character) or 2x (two) its input; buffers grow when a text needs it
+    buf_a = np.empty(3 * max_len + 64, np.int32)
+    buf_b = np.empty(3 * max_len + 64, np.int32)
     ids = np.empty(total + 1, np.int32)
     tok_offsets = np.zeros(n_texts + 1, np.int64)
     slots = np.full(1024, -1, np.int32)  # grows, so that it stays in cache
@@ -324,17 +331,23 @@ def _tokenize(cps, offsets, mode, flags, intl):
             for k in range(lo, hi):
                 buf_a[k - lo] = cps[k]
             n = hi - lo
-        src = buf_a
         if mode == 2 or mode == 3:  # tokenizer_re.py's four rules
+            buf_b = _fit(buf_b, 3 * n)
             n = _split_single(buf_a, n, buf_b, flags, _SPLIT_13A)
+            buf_a = _fit(buf_a, 2 * n)
             n = _split_pair(buf_b, n, buf_a, flags, _DIGIT, False, _DOT_COMMA, True, False)
+            buf_b = _fit(buf_b, 2 * n)
             n = _split_pair(buf_a, n, buf_b, flags, _DOT_COMMA, True, _DIGIT, False, True)
+            buf_a = _fit(buf_a, 2 * n)
             n = _split_pair(buf_b, n, buf_a, flags, _DIGIT, True, _DASH, True, False)
         elif mode == 4:  # intl: (\P{N})(\p{P}) -> "\1 \2 "; (\p{P})(\P{N}) -> " \1 \2"; (\p{S})
+            buf_b = _fit(buf_b, 2 * n)
             n = _split_pair(buf_a, n, buf_b, intl, _N, False, _P, True, False)
+            buf_a = _fit(buf_a, 2 * n)
             n = _split_pair(buf_b, n, buf_a, intl, _P, True, _N, False, True)
+            buf_b = _fit(buf_b, 3 * n)
             n = _split_single(buf_a, n, buf_b, intl, _S)
-            src = buf_b
+        src = buf_b if mode == 4 else buf_a
         # split on white space; char: every character; chrf-words: chrF++'s punctuation rule
         k = 0
         while k < n:
@@ -376,76 +389,5 @@ def _tokenize(cps, offsets, mode, flags, intl):
             type_offsets[:n_types + 1].copy())
 
 
-@njit(cache=True, nogil=True)
-def _key_slot(key, mask):
-    return np.int64(((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask)
-
-
-@njit(cache=True, nogil=True)
-def _grow_keys(slots, keys):
-    new_slots = np.full(2 * slots.shape[0], -1, np.int32)
-    new_keys = np.empty(2 * slots.shape[0], np.int64)
-    mask = np.uint64(new_slots.shape[0] - 1)
-    for i in range(slots.shape[0]):
-        if slots[i] != -1:
-            s = _key_slot(keys[i], mask)
-            while new_slots[s] != -1:
-                s = (s + 1) & np.int64(mask)
-            new_slots[s] = slots[i]
-            new_keys[s] = keys[i]
-    return new_slots, new_keys
-
-
-@njit(cache=True, nogil=True)
-def _intern_key(key, slots, keys, n_ids):
-    mask = np.uint64(slots.shape[0] - 1)
-    s = _key_slot(key, mask)
-    while True:
-        t = slots[s]
-        if t == -1:
-            slots[s] = n_ids
-            keys[s] = key
-            return n_ids, n_ids + 1
-        if keys[s] == key:
-            return t, n_ids
-        s = (s + 1) & np.int64(mask)
-
-
-@njit(cache=True, nogil=True)
-def ngram_ids(ids, offsets, n_types, max_order):
-    """Give every n-gram of the batch (orders 1..max_order) an id, unique across orders.
-
-    Exact: an n-gram's key is (id of its first n-1 tokens, id of its last token), one int64.
-
-    Args:
-        ids: int32 token ids, shape (T,), 0 <= id < n_types.
-        offsets: int64 text offsets into ``ids``, shape (N + 1,).
-        n_types: number of distinct tokens.
-        max_order: highest order, >= 1.
-
-    Returns:
-        (grams, n_ids): int32 array shape (max_order, T) where ``grams[n-1, p]`` is the id
-        of the n-gram starting at token p (-1 where it would cross its text's end; row 0
-        is ``ids``), and the number of ids used (ids are < n_ids).
-
-    """
-    total = ids.shape[0]
-    grams = np.full((max_order, total), -1, np.int32)
-    grams[0, :] = ids
-    n_ids = n_types
-    slots = np.full(1024, -1, np.int32)  # grows, so that it stays in cache
-    keys = np.empty(1024, np.int64)
-    n_texts = offsets.shape[0] - 1
-    for order in range(2, max_order + 1):
-        for i in range(n_texts):
-            for p in range(offsets[i], offsets[i + 1] - order + 1):
-                if 2 * (n_ids - n_types + 2) > slots.shape[0]:
-                    slots, keys = _grow_keys(slots, keys)
-                key = (np.int64(grams[order - 2, p]) << 32) | np.int64(ids[p + order - 1])
-                g, n_ids = _intern_key(key, slots, keys, n_ids)
-                grams[order - 1, p] = g
-    return grams, n_ids
-
-
-__all__ = ["MT_TOKENIZERS", "TokenBatch", "check_tokenizer", "code_points", "ngram_ids",
-           "tokenize", "tokenize_batch"]
+__all__ = ["MT_TOKENIZERS", "TokenBatch", "check_tokenizer", "code_points", "tokenize",
+           "tokenize_batch"]

@@ -13,14 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
-from pipeline.metrics.base import MetricSpec
+from pipeline.metrics.base import MetricSpec, reference_lists, text_list
 from pipeline.metrics.rouge import SentenceSplitWarning, ZeroTokenWarning
 from pipeline.values import as_choice, as_names, as_opt_int, as_option
 
@@ -321,19 +322,31 @@ class Scorer:
         """
         if isinstance(predictions, str):
             raise TypeError("predictions must be a list of texts, not a str")
-        preds = predictions.to_pylist() if isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
-            else list(predictions)
-        refs = _reference_lists(references)
-        if len(refs) != len(preds):
-            raise ValueError(f"{len(preds)} predictions but {len(refs)} reference lists")
-        columns: dict[str, np.ndarray] = {
-            "n_references": np.fromiter((len(r) for r in refs), dtype=np.int32,
-                                        count=len(refs))}
+        arrow = isinstance(predictions, (pa.Array, pa.ChunkedArray)) \
+            and isinstance(references, (pa.Array, pa.ChunkedArray))
+        lists: tuple[list[str | None], list[list[str | None]]] | None = None
+        if arrow:
+            n = len(predictions)
+            n_references = np.asarray(pc.list_value_length(references).fill_null(0),
+                                      dtype=np.int32)
+        else:
+            lists = (text_list(predictions), reference_lists(references))
+            n = len(lists[0])
+            n_references = np.fromiter((len(r) for r in lists[1]), dtype=np.int32,
+                                       count=len(lists[1]))
+        if len(n_references) != n:
+            raise ValueError(f"{n} predictions but {len(n_references)} reference lists")
+        columns: dict[str, np.ndarray] = {"n_references": n_references}
         truncated: np.ndarray | None = None
         counts: dict[str, int] = {}
         options = self.settings.option_map
         for family, metrics in self._families:
-            out = family.score(preds, refs, metrics, options)
+            if arrow and getattr(family, "reads_arrow", False):
+                out = family.score(predictions, cast(Any, references), metrics, options)
+            else:
+                if lists is None:  # converted once for every family that reads lists
+                    lists = (text_list(predictions), reference_lists(references))
+                out = family.score(lists[0], lists[1], metrics, options)
             columns.update(out.columns)
             if out.truncated is not None:
                 truncated = out.truncated if truncated is None else truncated | out.truncated
@@ -353,27 +366,6 @@ def _output_schema(specs: Sequence[MetricSpec]) -> pa.Schema:
         if s.has_reference_index:
             fields.append(pa.field(f"{s.name}_reference_index", pa.int32()))
     return pa.schema(fields)
-
-
-def _reference_lists(references: Any) -> list[list[str | None]]:
-    """N lists of reference texts from a list of lists or an Arrow list array (null: [])."""
-    if isinstance(references, pa.ChunkedArray):
-        references = references.combine_chunks()
-    if isinstance(references, pa.Array):
-        lists = references.fill_null([]) if references.null_count else references
-        offsets = np.asarray(lists.offsets, dtype=np.int64)
-        flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
-        rel = (offsets - offsets[0]).tolist()
-        return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
-    if isinstance(references, str):
-        raise TypeError("references must be a list of reference texts per prediction, not a str")
-    out = []
-    for i, r in enumerate(references):
-        if isinstance(r, str):
-            raise TypeError("references must hold a list of reference texts per prediction; "
-                            f"item {i} is a str")
-        out.append([] if r is None else list(r))
-    return out
 
 
 METRICS = registry.names()

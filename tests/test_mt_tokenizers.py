@@ -69,3 +69,9 @@ def test_one_text_and_unknown_name():
     assert set(MT_TOKENIZERS) == {"13a", "intl", "zh", "char", "none"}
     with pytest.raises(ConfigError, match="13a"):
         tokenize("x", tokenizer="13A")
+
+
+@pytest.mark.parametrize("name", ["13a", "intl", "zh"])
+def test_text_that_grows_at_every_rewrite(name):
+    text = "a." * 3000 + "1-" * 2000 + "$.,中" * 2000 + "x"
+    assert tokenize_batch(["short", text], tokenizer=name).strings(1) == sacre_tokens(name, text)

@@ -116,3 +116,18 @@ def test_settings_survive_pickling_for_the_workers():
     assert again.bleu_tokenize == "intl"
     config = ScoreConfig(stemmer="porter", runtime_env={"pip": ["x"]})
     assert pickle.loads(pickle.dumps(config)) == config
+
+
+def test_arrow_and_python_batches_score_alike_across_families():
+    import pyarrow as pa
+
+    preds = ["the cat sat", None, "a b c", "x"]
+    refs = [["the cat sat on the mat", "a cat"], [], ["a b d"], None]
+    scorer = Scorer(metrics=("rouge1", "rougeLsum", "bleu", "chrf", "token_f1"))
+    from_lists = scorer.score_batch(preds, refs).table
+    from_arrow = scorer.score_batch(
+        pa.array(preds, pa.large_string()),
+        pa.array(refs, pa.large_list(pa.large_string()))).table
+    assert from_arrow.equals(from_lists)
+    assert from_lists.column("n_references").to_pylist() == [2, 0, 1, 0]
+    assert from_lists.column("rouge1_reference_index").to_pylist()[1] == -1

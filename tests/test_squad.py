@@ -8,7 +8,6 @@ from collections import Counter
 
 import numpy as np
 import pyarrow.parquet as pq
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -144,6 +144,11 @@ class MetricFamily(Protocol):
             (a family serving names by pattern lists the usual ones).
         options: its settings (keys shared with another family must be declared alike).
 
+    Optional attribute ``reads_arrow = True``: ``score`` also takes the batch as Arrow
+    arrays (a string array and a list<string> array, nulls as in the input; see
+    :func:`reference_lists`), so a family may read the texts' bytes without Python strings.
+    Other families get Python lists, converted once per batch for all of them.
+
     """
 
     # read-only, so a family may declare them as plain class attributes
@@ -193,4 +198,45 @@ class MetricFamily(Protocol):
         ...
 
 
-__all__ = ["CorpusScore", "FamilyScores", "MetricFamily", "MetricSpec", "Option"]
+def reference_lists(references: Any) -> list[list[str | None]]:
+    """N lists of reference texts from a list of lists or an Arrow list<string> array.
+
+    A null list (Arrow) or None item becomes an empty list.
+
+    Raises:
+        TypeError: a bare string where a list of texts belongs (it would otherwise be
+            scored character by character).
+
+    """
+    import pyarrow as pa
+
+    if isinstance(references, pa.ChunkedArray):
+        references = references.combine_chunks()
+    if isinstance(references, pa.Array):
+        lists = references.fill_null([]) if references.null_count else references
+        offsets = np.asarray(lists.offsets, dtype=np.int64)
+        flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
+        rel = (offsets - offsets[0]).tolist()
+        return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
+    if isinstance(references, str):
+        raise TypeError("references must be a list of reference texts per prediction, not a str")
+    out = []
+    for i, r in enumerate(references):
+        if isinstance(r, str):
+            raise TypeError("references must hold a list of reference texts per prediction; "
+                            f"item {i} is a str")
+        out.append([] if r is None else list(r))
+    return out
+
+
+def text_list(texts: Any) -> list[str | None]:
+    """N texts as a Python list, from a list or an Arrow string array."""
+    import pyarrow as pa
+
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        return texts.to_pylist()
+    return list(texts)
+
+
+__all__ = ["CorpusScore", "FamilyScores", "MetricFamily", "MetricSpec", "Option",
+           "reference_lists", "text_list"]

@@ -26,7 +26,8 @@ from numba import njit
 
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.mt_tokenizers import MT_TOKENIZERS, check_tokenizer, ngram_ids, tokenize_batch
+from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
+from pipeline.mt_tokenizers import MT_TOKENIZERS, check_tokenizer, tokenize_batch
 
 MAX_ORDER = 4
 NAMES = ("bleu",)
@@ -156,55 +157,76 @@ def corpus_bleu_score(stats: np.ndarray, *, smooth: str = "exp",
 
 
 @njit(cache=True, nogil=True)
-def _segment_statistics(grams, tok_offsets, n_predictions, ref_offsets, n_ids):
+def _segment_statistics(ids, offsets, n_predictions, ref_offsets):
     # texts 0..N-1 are the predictions, N + ref_offsets[i] .. N + ref_offsets[i+1] - 1 the
-    # references of example i
-    max_order = grams.shape[0]
-    out = np.zeros((n_predictions, 2 + 2 * max_order), np.int64)
-    count = np.zeros(n_ids, np.int32)  # one reference's counts
-    clip = np.zeros(n_ids, np.int32)  # max over references, then what is left to match
-    touched = np.empty(grams.size + 1, np.int64)
+    # references of example i. Per example one table of the references' n-grams: each
+    # entry keeps its count in the current reference and its largest count in any.
+    out = np.zeros((n_predictions, 2 + 2 * MAX_ORDER), np.int64)
+    most = 0
     for i in range(n_predictions):
-        hyp_lo = tok_offsets[i]
-        hyp_len = tok_offsets[i + 1] - hyp_lo
-        n_touched = 0
+        n_entries = 0
+        for r in range(n_predictions + ref_offsets[i], n_predictions + ref_offsets[i + 1]):
+            n_entries += max(offsets[r + 1] - offsets[r], 0) * MAX_ORDER
+        most = max(most, n_entries)
+    size = table_mask(most) + 1
+    slot_pos = np.full(size, -1, np.int64)
+    slot_order = np.zeros(size, np.int32)
+    slot_clip = np.zeros(size, np.int32)
+    slot_count = np.zeros(size, np.int32)
+    slot_ref = np.zeros(size, np.int64)
+    used = np.empty(most + 1, np.int64)
+    for i in range(n_predictions):
+        hyp_lo = offsets[i]
+        hyp_len = offsets[i + 1] - hyp_lo
+        n_entries = 0
+        for r in range(n_predictions + ref_offsets[i], n_predictions + ref_offsets[i + 1]):
+            for n in range(MAX_ORDER):
+                n_entries += max(offsets[r + 1] - offsets[r] - n, 0)
+        mask = table_mask(n_entries)
+        n_used = 0
         closest_diff = -1
         closest_len = 0
         for r in range(n_predictions + ref_offsets[i], n_predictions + ref_offsets[i + 1]):
-            lo = tok_offsets[r]
-            ref_len = tok_offsets[r + 1] - lo
+            lo = offsets[r]
+            ref_len = offsets[r + 1] - lo
             diff = abs(hyp_len - ref_len)
             if closest_diff == -1 or diff < closest_diff:
                 closest_diff = diff
                 closest_len = ref_len
             elif diff == closest_diff and ref_len < closest_len:
                 closest_len = ref_len
-            first = n_touched
-            for n in range(max_order):
-                for p in range(lo, lo + ref_len - n):
-                    g = grams[n, p]
-                    if count[g] == 0:
-                        touched[n_touched] = g
-                        n_touched += 1
-                    count[g] += 1
-            for k in range(first, n_touched):
-                g = touched[k]
-                if count[g] > clip[g]:
-                    clip[g] = count[g]
-                count[g] = 0
+            for p in range(lo, lo + ref_len):
+                h = start_hash()
+                for n in range(min(MAX_ORDER, lo + ref_len - p)):
+                    h = extend_hash(h, ids[p + n])
+                    s = probe(ids, p, n, h, slot_pos, slot_order, mask)
+                    if slot_pos[s] == -1:
+                        slot_pos[s] = p
+                        slot_order[s] = n
+                        slot_clip[s] = 0
+                        slot_ref[s] = -1
+                        used[n_used] = s
+                        n_used += 1
+                    if slot_ref[s] != r:
+                        slot_ref[s] = r
+                        slot_count[s] = 0
+                    slot_count[s] += 1
+                    if slot_count[s] > slot_clip[s]:
+                        slot_clip[s] = slot_count[s]
         out[i, 0] = hyp_len
         out[i, 1] = closest_len
-        for n in range(max_order):
-            matches = 0
-            for p in range(hyp_lo, hyp_lo + hyp_len - n):
-                g = grams[n, p]
-                if clip[g] > 0:
-                    clip[g] -= 1
-                    matches += 1
-            out[i, 2 + n] = matches
-            out[i, 2 + max_order + n] = max(hyp_len - n, 0)
-        for k in range(n_touched):
-            clip[touched[k]] = 0
+        for p in range(hyp_lo, hyp_lo + hyp_len):
+            h = start_hash()
+            for n in range(min(MAX_ORDER, hyp_lo + hyp_len - p)):
+                h = extend_hash(h, ids[p + n])
+                s = probe(ids, p, n, h, slot_pos, slot_order, mask)
+                if slot_pos[s] != -1 and slot_clip[s] > 0:
+                    slot_clip[s] -= 1
+                    out[i, 2 + n] += 1
+        for n in range(MAX_ORDER):
+            out[i, 2 + MAX_ORDER + n] = max(hyp_len - n, 0)
+        for u in range(n_used):
+            slot_pos[used[u]] = -1
     return out
 
 
@@ -246,15 +268,14 @@ def bleu_statistics(predictions: Sequence[str | None],
     texts = _prepare(predictions, lowercase) + _prepare([r for rs in refs for r in rs],
                                                         lowercase)
     batch = tokenize_batch(texts, tokenizer=tokenize)
-    grams, n_ids = ngram_ids(batch.ids, batch.offsets, batch.n_types, MAX_ORDER)
-    return _segment_statistics(grams, batch.offsets, len(predictions), ref_offsets, n_ids)
+    return _segment_statistics(batch.ids, batch.offsets, len(predictions), ref_offsets)
 
 
 def sentence_bleu_scores(predictions: Sequence[str | None],
                          references: Sequence[Sequence[str | None]], *, tokenize: str = "13a",
                          smooth: str = "exp", smooth_value: float | None = None,
                          lowercase: bool = False) -> np.ndarray:
-    """sacrebleu's ``sentence_bleu`` for each example (see :func:`bleu_statistics`).
+    """Sacrebleu's ``sentence_bleu`` for each example (see :func:`bleu_statistics`).
 
     Returns:
         float64 (N,), BLEU in [0, 100].
@@ -269,8 +290,7 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
 
 
 class BleuFamily:
-    """The ``bleu`` family (options ``bleu_tokenize``, ``bleu_smooth``,
-    ``bleu_smooth_value``, ``bleu_lowercase``; see :data:`OPTIONS`)."""
+    """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
     names = NAMES
@@ -305,7 +325,7 @@ class BleuFamily:
             scale=100.0)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
-        """sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
+        """Sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
         tokenize, smooth, smooth_value, lowercase = self._options(options)
         value = SMOOTH_DEFAULTS[smooth] if smooth_value is None else smooth_value
         smooth_text = smooth if value is None else f"{smooth}[{value:.2f}]"

@@ -27,7 +27,8 @@ import numpy as np
 from numba import njit
 
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.mt_tokenizers import ngram_ids, tokenize_batch
+from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
+from pipeline.mt_tokenizers import tokenize_batch
 
 NAMES = ("chrf", "chrfpp")
 CHAR_ORDER = 6
@@ -88,7 +89,7 @@ def _f_rows(stats, beta):
 
 
 def chrf_from_statistics(stats: np.ndarray, *, beta: int = BETA) -> np.ndarray:
-    """chrF of each row of statistics, as sacrebleu's ``CHRF._compute_f_score``.
+    """ChrF of each row of statistics, as sacrebleu's ``CHRF._compute_f_score``.
 
     Args:
         stats: shape (R, 3 * orders), per order (prediction n-grams, reference n-grams,
@@ -118,47 +119,78 @@ def corpus_chrf_score(stats: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _order_stats(grams, n, hyp_lo, hyp_len, ref_lo, ref_len, count, out, k):
-    # one order's [hyp, ref, match] between a prediction and one reference, into out[k:k+3]
-    n_ref = max(ref_len - n, 0)
-    n_hyp = max(hyp_len - n, 0)
-    for p in range(ref_lo, ref_lo + n_ref):
-        count[grams[n, p]] += 1
-    matches = 0
-    for p in range(hyp_lo, hyp_lo + n_hyp):
-        g = grams[n, p]
-        if count[g] > 0:
-            count[g] -= 1
-            matches += 1
-    for p in range(ref_lo, ref_lo + n_ref):
-        count[grams[n, p]] = 0
-    out[k] = n_hyp if n_ref > 0 else 0
-    out[k + 1] = n_ref
-    out[k + 2] = matches
+def _pair_stats(ids, hyp_lo, hyp_len, ref_lo, ref_len, max_order, slot_pos, slot_order,
+                slot_cnt, used, out, k):
+    # [hyp, ref, match] of orders 1..max_order between a prediction and one reference,
+    # into out[k:k+3*max_order]; the scratch table is empty on entry and on return
+    n_entries = 0
+    for n in range(max_order):
+        n_entries += max(ref_len - n, 0)
+    mask = table_mask(n_entries)
+    n_used = 0
+    for p in range(ref_lo, ref_lo + ref_len):
+        h = start_hash()
+        for n in range(min(max_order, ref_lo + ref_len - p)):
+            h = extend_hash(h, ids[p + n])
+            s = probe(ids, p, n, h, slot_pos, slot_order, mask)
+            if slot_pos[s] == -1:
+                slot_pos[s] = p
+                slot_order[s] = n
+                slot_cnt[s] = 0
+                used[n_used] = s
+                n_used += 1
+            slot_cnt[s] += 1
+    for n in range(max_order):
+        out[k + 3 * n + 2] = 0
+    for p in range(hyp_lo, hyp_lo + hyp_len):
+        h = start_hash()
+        for n in range(min(max_order, hyp_lo + hyp_len - p)):
+            h = extend_hash(h, ids[p + n])
+            s = probe(ids, p, n, h, slot_pos, slot_order, mask)
+            if slot_pos[s] != -1 and slot_cnt[s] > 0:
+                slot_cnt[s] -= 1
+                out[k + 3 * n + 2] += 1
+    for u in range(n_used):
+        slot_pos[used[u]] = -1
+    for n in range(max_order):
+        n_ref = max(ref_len - n, 0)
+        out[k + 3 * n] = max(hyp_len - n, 0) if n_ref > 0 else 0
+        out[k + 3 * n + 1] = n_ref
 
 
 @njit(cache=True, nogil=True)
-def _segment_statistics(cgrams, coffs, n_cids, wgrams, woffs, n_wids, n_predictions,
-                        ref_offsets, beta):
-    n_char = cgrams.shape[0]
-    n_word = wgrams.shape[0]
-    width = 3 * (n_char + n_word)
+def _scratch(offsets, first, max_order):
+    # an empty table big enough for the largest text from index ``first`` on
+    longest = 0
+    for t in range(first, offsets.shape[0] - 1):
+        longest = max(longest, offsets[t + 1] - offsets[t])
+    size = table_mask(longest * max_order) + 1
+    return (np.full(size, -1, np.int64), np.zeros(size, np.int32), np.zeros(size, np.int32),
+            np.empty(longest * max_order + 1, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _segment_statistics(cids, coffs, wids, woffs, word_order, n_predictions, ref_offsets,
+                        beta):
+    # texts 0..N-1 are the predictions, N + ref_offsets[i] .. the references of example i
+    width = 3 * (CHAR_ORDER + word_order)
     out = np.zeros((n_predictions, width), np.int64)
     best_index = np.full(n_predictions, -1, np.int32)
     best_score = np.zeros(n_predictions)
-    ccount = np.zeros(n_cids, np.int32)
-    wcount = np.zeros(max(n_wids, 1), np.int32)
+    c_pos, c_order, c_cnt, c_used = _scratch(coffs, n_predictions, CHAR_ORDER)
+    w_pos, w_order, w_cnt, w_used = _scratch(woffs, n_predictions, max(word_order, 1))
     stats = np.zeros(width, np.int64)
     for i in range(n_predictions):
         best = -1.0
         for j in range(ref_offsets[i + 1] - ref_offsets[i]):
             r = n_predictions + ref_offsets[i] + j
-            for n in range(n_char):
-                _order_stats(cgrams, n, coffs[i], coffs[i + 1] - coffs[i], coffs[r],
-                             coffs[r + 1] - coffs[r], ccount, stats, 3 * n)
-            for n in range(n_word):
-                _order_stats(wgrams, n, woffs[i], woffs[i + 1] - woffs[i], woffs[r],
-                             woffs[r + 1] - woffs[r], wcount, stats, 3 * (n_char + n))
+            _pair_stats(cids, coffs[i], coffs[i + 1] - coffs[i], coffs[r],
+                        coffs[r + 1] - coffs[r], CHAR_ORDER, c_pos, c_order, c_cnt, c_used,
+                        stats, 0)
+            if word_order:
+                _pair_stats(wids, woffs[i], woffs[i + 1] - woffs[i], woffs[r],
+                            woffs[r + 1] - woffs[r], word_order, w_pos, w_order, w_cnt,
+                            w_used, stats, 3 * CHAR_ORDER)
             f = _f_score(stats, beta)
             if f > best:
                 best = f
@@ -183,21 +215,15 @@ class _Batch:
         self.positions = np.array([j for k in kept for j in k], np.int32)
         texts = [t or "" for t in predictions]
         texts += [rs[j] or "" for rs, k in zip(references, kept, strict=True) for j in k]
-        chars = tokenize_batch(texts, tokenizer="char")
-        self.cgrams, self.n_cids = ngram_ids(chars.ids, chars.offsets, chars.n_types,
-                                             CHAR_ORDER)
-        self.coffs = chars.offsets
-        self.wgrams, self.n_wids, self.woffs = np.zeros((0, 0), np.int32), 0, chars.offsets
+        self.chars = tokenize_batch(texts, tokenizer="char")
+        self.words = self.chars
         if word_order:
-            words = tokenize_batch(texts, tokenizer="chrf-words")
-            self.wgrams, self.n_wids = ngram_ids(words.ids, words.offsets, words.n_types,
-                                                 word_order)
-            self.woffs = words.offsets
+            self.words = tokenize_batch(texts, tokenizer="chrf-words")
 
     def score(self, word_order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         stats, scores, best = _segment_statistics(
-            self.cgrams, self.coffs, self.n_cids, self.wgrams[:word_order], self.woffs,
-            self.n_wids, self.n, self.ref_offsets, BETA)
+            self.chars.ids, self.chars.offsets, self.words.ids, self.words.offsets,
+            word_order, self.n, self.ref_offsets, BETA)
         index = np.full(self.n, -1, np.int32)
         has = best >= 0
         index[has] = self.positions[self.ref_offsets[:-1][has] + best[has]]
@@ -229,8 +255,7 @@ def chrf_statistics(predictions: Sequence[str | None],
 
 
 class Chrf:
-    """The ``chrf`` family: ``chrf`` (sacrebleu ``CHRF()``) and ``chrfpp``
-    (``CHRF(word_order=2)``); sacrebleu's defaults, no options."""
+    """The ``chrf`` family: ``chrf`` (``CHRF()``) and ``chrfpp`` (``CHRF(word_order=2)``)."""
 
     name = "chrf"
     names = NAMES
@@ -241,16 +266,18 @@ class Chrf:
         return metric in NAMES
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
-        """The spec of ``chrf`` or ``chrfpp``: measure ``score`` (0-100), statistics per
-        order, the kept reference's index, corpus F from summed statistics."""
+        """The spec of ``chrf`` or ``chrfpp``.
+
+        Measure ``score`` (0-100), statistics per order, the kept reference's index, the
+        corpus F from summed statistics.
+        """
         return MetricSpec(
             name=metric, family=self.name, measures=("score",), primary="score",
             statistics=statistics(metric), reference_rule="best-f",
             has_reference_index=True, corpus=partial(corpus_chrf_score), scale=100.0)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
-        """sacrebleu's chrF settings: ``chrf-beta:2``, ``chrf-space:no``, ``chrf-case:mixed``
-        (the orders are in the metric's name)."""
+        """``chrf-beta:2``, ``chrf-space:no``, ``chrf-case:mixed`` (orders: the metric name)."""
         return {"chrf-beta": str(BETA), "chrf-space": "no", "chrf-case": "mixed"}
 
     def score(self, predictions: Sequence[str | None],

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
 from pipeline.metrics.batch import ROUGE_L, ROUGE_LSUM, score_pairs
 from pipeline.tokenizers import STEMMERS, TOKENIZERS, get_tokenizer, tokenize_batch
 
@@ -96,6 +96,7 @@ class Rouge:
     name: str = "rouge"
     names: tuple[str, ...] = NAMES
     options: tuple[Option, ...] = OPTIONS
+    reads_arrow = True  # Arrow batches come as they are (see MetricFamily)
 
     def serves(self, metric: str) -> bool:
         """True for rouge1..rouge9, rougeL and rougeLsum."""
@@ -119,19 +120,24 @@ class Rouge:
             fields["maxtok"] = str(options["max_tokens"])
         return fields
 
-    def score(self, predictions: Sequence[str | None],
-              references: Sequence[Sequence[str | None]], metrics: Sequence[str],
+    def score(self, predictions: Sequence[str | None] | Any,
+              references: Sequence[Sequence[str | None]] | Any, metrics: Sequence[str],
               options: Mapping[str, Any]) -> FamilyScores:
         """Score ROUGE metrics; texts over ``options["max_tokens"]`` tokens are cut.
+
+        ``predictions`` and ``references`` may be Python lists or Arrow arrays (a string
+        array and a list<string> array).
 
         Each prediction is tokenized once and each reference once, whatever the number of
         references and metrics. Warns :class:`ZeroTokenWarning` when texts with visible
         characters yield no token and :class:`SentenceSplitWarning` when rougeLsum meets
         several sentences on one line (both also counted in ``counts``).
         """
+        predictions = text_list(predictions)
+        references = reference_lists(references)
         n = len(predictions)
         n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
-        texts = list(predictions) + [t for r in references for t in r]
+        texts = predictions + [t for r in references for t in r]
         codes = np.array([_code(m) for m in metrics], dtype=np.int64)
         one_line = 0
         if ROUGE_LSUM in codes:

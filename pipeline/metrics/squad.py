@@ -1,5 +1,6 @@
-"""Token F1 and exact match as the official SQuAD v1.1 evaluation defines them: the ``squad``
-family (``token_f1``, ``exact_match``).
+"""Token F1 and exact match, the official SQuAD v1.1 evaluation's: the ``squad`` family.
+
+Metric names ``token_f1`` and ``exact_match``.
 
 Both texts are normalized (lower-cased, ASCII punctuation ``string.punctuation`` removed,
 the words a/an/the removed with ``\\b(a|an|the)\\b``, white space collapsed) and split on
@@ -35,8 +36,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD v1.1's ``normalize_answer``: lower, drop ASCII punctuation, drop a/an/the,
-    collapse white space."""
+    """SQuAD v1.1's ``normalize_answer``: lower, no ASCII punctuation, no a/an/the, spaces."""
     text = _ARTICLES.sub(" ", text.lower().translate(_DELETE_PUNCTUATION))
     return " ".join(text.split())
 
@@ -163,7 +163,9 @@ class Squad:
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """``token_f1``: precision, recall, fmeasure and counts; ``exact_match``: score.
-        Both: maximum over references, corpus value the mean."""
+
+        Both take the maximum over references; their corpus value is the mean.
+        """
         if metric == "token_f1":
             return MetricSpec(
                 name=metric, family=self.name, measures=("precision", "recall", "fmeasure"),
