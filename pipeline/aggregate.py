@@ -1,65 +1,66 @@
-"""Aggregates of per-example scores: means, percentile-bootstrap intervals, pass rates, groups.
+"""Aggregates of per-example rows: means, corpus scores, pass rates, groups and intervals.
 
-Point estimate: the exact mean of the per-example values, ``math.fsum(values) / n`` (a
-correctly rounded sum, so the result does not depend on row order or partitioning). This is
-not rouge-score's ``BootstrapAggregator`` ``mid``, which is the median of the bootstrap
-means.
+What is reported comes from the metric registry (:func:`pipeline.metrics.registry.specs`):
+for every metric, a ``mean`` row per per-example measure (``precision``, ``recall``,
+``fmeasure`` for ROUGE; ``score`` for BLEU...), and for a corpus metric (a spec with
+``corpus``) one more row, ``measure = spec.primary`` and ``statistic = corpus``: the corpus
+function of the summed per-example statistics (sacrebleu's ``corpus_bleu`` is not the mean of
+sentence BLEU). Thresholds add ``pass_rate`` rows.
 
-Interval: percentile bootstrap (Efron & Tibshirani 1993, ch. 13). ``n_bootstrap`` times, draw
-n examples with replacement from the n examples of the scope (the whole run, or one group),
-and take the mean of every measure over the draw (the same draws for every measure of a
-scope); the interval is the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles
-of those means (numpy's default linear interpolation).
+Point estimates: a mean is ``math.fsum(values) / n`` (correctly rounded: the same whatever the
+row order or partitioning; not rouge-score's ``BootstrapAggregator`` ``mid``, a median of
+bootstrap means); a corpus value is the function of the correctly rounded column sums.
 
-Random numbers: the resamples are cut into chunks of :data:`RESAMPLES_PER_CHUNK`; chunk ``c``
-of a scope draws from ``numpy.random.default_rng([seed, c])`` for the whole run and
-``numpy.random.default_rng([seed, *key, c])`` for a group, ``key`` being four 32-bit words of
-the SHA-256 of the group's values. So a group's interval depends only on the seed and the
-group's own examples, chunks can run anywhere (an engine may spread them over workers) and
-the result never depends on where or in which order they ran. Within a chunk, indices are
-drawn with ``integers(0, n, dtype=uint32)`` in blocks of at most ``2**22`` and counted by a
-compiled kernel, so memory stays bounded.
+Interval: percentile interval of a Poisson bootstrap (:mod:`pipeline.stats`): ``n_bootstrap``
+resamples give each example a Poisson(1) weight drawn from the seed and the example's id
+(its position when no id column is given), and recompute every value of the scope from the
+weighted sums: ``sum(w x) / sum(w)`` for a mean, ``f(sum(w s))`` for a corpus score. All values
+of a scope share the resamples. An example has the same weights in the whole run and in its
+group, so the ``all`` interval does not depend on the grouping, and a group's interval only on
+its own examples; sums are exact, so nothing depends on row order, partitioning, chunking or
+where the chunks ran (an engine may spread chunks of resamples over workers).
 
 Output (long format, one row per scope/group, metric, measure and statistic):
 ``scope`` (``all`` or ``group``), the group-by columns (null on ``all`` rows), ``metric``,
-``measure`` (``precision``, ``recall``, ``fmeasure``), ``statistic`` (``mean``, or
-``pass_rate`` for a threshold), ``threshold`` (the gate for pass rates, else null),
-``mean`` (the mean, or the fraction of examples that passed), ``ci_low``, ``ci_high`` (null
-when ``n_bootstrap`` is 0), ``n_examples``.
+``measure``, ``statistic`` (``mean``, ``corpus``, or ``pass_rate`` for a threshold),
+``threshold`` (the gate for pass rates, else null), ``mean`` (the value of the statistic: the
+mean, the corpus score or the fraction of examples that passed), ``ci_low``, ``ci_high`` (null
+when ``n_bootstrap`` is 0 or no resample had an example), ``n_examples``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
+from pipeline import stats
 from pipeline.config import Threshold
 from pipeline.errors import InputError
-from pipeline.metrics import registry
+from pipeline.metrics.base import MetricSpec
+from pipeline.metrics.registry import specs as registry_specs
+from pipeline.stats import Estimate, exact_mean
 
-RESAMPLES_PER_CHUNK = 50
-_MAX_DRAWS = 1 << 22
+RESAMPLES_PER_CHUNK = 252
 
 # map_chunks(fn, args_list) -> results in order: how an engine runs the bootstrap chunks.
 MapChunks = Callable[[Callable[..., Any], list[tuple[Any, ...]]], list[Any]]
 
 
 @dataclass(frozen=True)
-class _Measure:
+class _Row:
     metric: str
     measure: str
     statistic: str
     threshold: float | None
-    column: str
+    estimate: Estimate
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,7 @@ class Scope:
     Attributes:
         kind: ``all`` or ``group``.
         key: the group's values (None for each group column on ``all``).
-        start, stop: the scope's rows in the group-sorted value matrix.
-        seed_words: the entropy of the scope's random streams, before the chunk index.
+        start, stop: the scope's rows in the scope-ordered arrays of :func:`scopes_of`.
 
     """
 
@@ -78,225 +78,266 @@ class Scope:
     key: tuple
     start: int
     stop: int
-    seed_words: tuple[int, ...]
 
 
-def _measures(metrics: Sequence[str], thresholds: Sequence[Threshold]) -> list[_Measure]:
-    out = [_Measure(m, x, "mean", None, f"{m}_{x}") for m in metrics
-           for x in registry.spec(m, {}).measures]
-    out += [_Measure(t.metric, t.measure, "pass_rate", t.at, t.column) for t in thresholds]
-    return out
+def resolve_specs(metrics: Sequence[str | MetricSpec], options: Mapping[str, Any] | None = None
+                  ) -> tuple[MetricSpec, ...]:
+    """Specs of ``metrics`` (names go through the registry; specs are kept as given)."""
+    names = [m for m in metrics if isinstance(m, str)]
+    found = iter(registry_specs(names, options or {}))
+    return tuple(next(found) if isinstance(m, str) else m for m in metrics)
 
 
-def value_columns(metrics: Sequence[str], thresholds: Sequence[Threshold] = ()) -> list[str]:
+def _layout(specs: Sequence[MetricSpec], thresholds: Sequence[Threshold]
+            ) -> tuple[list[str], list[_Row]]:
+    columns: list[str] = []
+
+    def col(name: str) -> int:
+        if name not in columns:
+            columns.append(name)
+        return columns.index(name)
+
+    rows = []
+    for s in specs:
+        for measure, name in zip(s.measures, s.measure_columns, strict=True):
+            rows.append(_Row(s.name, measure, "mean", None, Estimate((col(name),))))
+        if s.corpus is not None:
+            rows.append(_Row(s.name, s.primary, "corpus", None,
+                             Estimate(tuple(col(c) for c in s.statistic_columns), s.corpus)))
+    for t in thresholds:
+        rows.append(_Row(t.metric, t.measure, "pass_rate", t.at, Estimate((col(t.column),))))
+    return columns, rows
+
+
+def value_columns(metrics: Sequence[str | MetricSpec], thresholds: Sequence[Threshold] = (),
+                  options: Mapping[str, Any] | None = None) -> list[str]:
     """Return the per-example columns an aggregate reads (numeric and bool only)."""
-    return [m.column for m in _measures(metrics, thresholds)]
+    return _layout(resolve_specs(metrics, options), thresholds)[0]
 
 
-def exact_mean(values: np.ndarray) -> float:
-    """Return ``math.fsum(values) / len(values)``: the mean from a correctly rounded sum.
-
-    Args:
-        values: float64 array of shape (n,), n >= 1.
-
-    """
-    return math.fsum(values.tolist()) / len(values)
-
-
-@njit(cache=True, nogil=True)
-def _resample_sums(values, draws, out, first):  # pragma: no cover - compiled
-    # values (m, k) float64; draws (r, m) uint32 in [0, m); out[first + i] = column sums of
-    # the rows drawn by draws[i], computed from per-row counts (one pass over values).
-    m, k = values.shape
-    counts = np.zeros(m, dtype=np.int32)
-    for i in range(draws.shape[0]):
-        counts[:] = 0
-        for j in range(m):
-            counts[draws[i, j]] += 1
-        for q in range(k):
-            out[first + i, q] = 0.0
-        for row in range(m):
-            c = counts[row]
-            if c:
-                for q in range(k):
-                    out[first + i, q] += c * values[row, q]
-
-
-def bootstrap_means(values: np.ndarray, *, n_bootstrap: int, rng: np.random.Generator
-                    ) -> np.ndarray:
-    """Means of every column over ``n_bootstrap`` resamples of the rows, with replacement.
-
-    Args:
-        values: float64 array of shape (n, k), n >= 1.
-        n_bootstrap: number of resamples, >= 1.
-        rng: the random generator, consumed block by block: ``integers(0, n, size=(r, n),
-            dtype=uint32)`` with ``r = max(1, min(n_bootstrap, 2**22 // n))`` resamples per
-            block (the last block may be smaller).
-
-    Returns:
-        float64 array of shape (n_bootstrap, k): row i holds the column means of resample i.
-
-    """
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    n, k = values.shape
-    out = np.empty((n_bootstrap, k), dtype=np.float64)
-    block = max(1, min(n_bootstrap, _MAX_DRAWS // n))
-    for first in range(0, n_bootstrap, block):
-        draws = rng.integers(0, n, size=(min(block, n_bootstrap - first), n), dtype=np.uint32)
-        _resample_sums(values, draws, out, first)
-    out /= n
-    return out
-
-
-def bootstrap_chunk(values: np.ndarray, scopes: Sequence[Scope], chunk: int,
-                    n_resamples: int) -> list[np.ndarray]:
-    """One chunk of every scope's bootstrap (a unit of work an engine may run anywhere).
-
-    Args:
-        values: the group-sorted value matrix, float64 (n, k).
-        scopes: the scopes (see :func:`scopes_of`).
-        chunk: the chunk index (part of every random stream's seed).
-        n_resamples: resamples in this chunk.
-
-    Returns:
-        One float64 array (n_resamples, k) of resample means per scope, in scope order.
-
-    """
-    return [bootstrap_means(values[s.start:s.stop], n_bootstrap=n_resamples,
-                            rng=np.random.default_rng([*s.seed_words, chunk]))
-            for s in scopes]
-
-
-def _group_words(key: tuple) -> tuple[int, ...]:
-    digest = hashlib.sha256(json.dumps(list(key), default=str).encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+def _sort_key(value: Any) -> tuple:
+    # regular values in order, then NaN, then null: three distinct groups
+    if value is None:
+        return (2, 0)
+    if isinstance(value, float) and math.isnan(value):
+        return (1, 0)
+    return (0, value)
 
 
 def _group_codes(table: pa.Table, group_by: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
-    """Each row's group number and the groups' values, groups sorted by value (nulls last)."""
+    """Each row's group number and the groups' values, sorted by value (NaN, then null last).
+
+    NaN and null are distinct groups (and distinct from every other value).
+    """
     codes = []
     dictionaries = []
     for name in group_by:
-        enc = pc.dictionary_encode(table.column(name).combine_chunks(), null_encoding="encode")
-        codes.append(np.asarray(enc.indices, dtype=np.int64))
-        dictionaries.append(enc.dictionary.to_pylist())
+        column = table.column(name).combine_chunks()
+        enc = pc.dictionary_encode(column, null_encoding="encode")
+        values = enc.dictionary.to_pylist()
+        indices = np.asarray(enc.indices, dtype=np.int64)
+        # dictionary_encode may fold every NaN into one entry or keep several: merge them
+        nan_at = [i for i, v in enumerate(values) if isinstance(v, float) and math.isnan(v)]
+        if len(nan_at) > 1:
+            remap = np.arange(len(values))
+            remap[nan_at] = nan_at[0]
+            indices = remap[indices]
+        codes.append(indices)
+        dictionaries.append(values)
     stacked = np.stack(codes, axis=1)
     uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
     keys = [tuple(dictionaries[c][i] for c, i in enumerate(row)) for row in uniq]
-    order = sorted(range(len(keys)),
-                   key=lambda g: tuple((v is None, v if v is not None else 0) for v in keys[g]))
+    order = sorted(range(len(keys)), key=lambda g: tuple(_sort_key(v) for v in keys[g]))
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     return rank[inverse.ravel()], [keys[g] for g in order]
 
 
-def scopes_of(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str] = (),
-              thresholds: Sequence[Threshold] = (), seed: int = 12345
-              ) -> tuple[np.ndarray, list[Scope]]:
+@dataclass(frozen=True)
+class Prepared:
+    """Per-example values laid out for aggregation (see :func:`scopes_of`).
+
+    Attributes:
+        values: float64 (n, k): the value columns in the given row order, then (when
+            grouped) the same rows ordered by group.
+        hashes: uint64 (len(values),): each row's identity hash, in the same order.
+        scopes: ``all`` (rows 0..n), then each group in sorted order of its values.
+
+    """
+
+    values: np.ndarray
+    hashes: np.ndarray
+    scopes: list[Scope]
+
+
+def scopes_of(table: pa.Table, *, columns: Sequence[str], group_by: Sequence[str] = (),
+              id_column: str | None = None) -> Prepared:
     """Arrange per-example values for aggregation.
 
     Args:
-        table: per-example rows with the :func:`value_columns` and ``group_by`` columns.
-        metrics: metric names, in output order.
+        table: per-example rows with ``columns``, ``group_by`` and ``id_column``.
+        columns: the value columns (numeric or bool; bool as 0/1).
         group_by: the group columns.
-        thresholds: pass/fail gates.
-        seed: the bootstrap seed.
+        id_column: the example id (its hash keys the random weights); None: the row position.
 
     Returns:
-        The value matrix, float64 (n, k) with one column per measure (bool columns as 0/1),
-        in the given row order; when grouped, followed by the same n rows sorted by group
-        (stably), so that the ``all`` interval does not depend on the grouping. And the
-        scopes: ``all`` first (rows 0..n), then each group in sorted order of its values
-        (nulls last).
+        A :class:`Prepared`.
 
     Raises:
-        InputError: no rows, or a missing column.
+        InputError: no rows, a missing column, or null ids.
 
     """
+    from pipeline.io.partition import hash_ids
+
     n = table.num_rows
     if n == 0:
         raise InputError("nothing to aggregate: no example was scored")
-    measures = _measures(metrics, thresholds)
-    matrix = np.empty((n, len(measures)), dtype=np.float64)
+    matrix = np.empty((n, len(columns)), dtype=np.float64)
     try:
-        for j, m in enumerate(measures):
-            col = table.column(m.column)
+        for j, name in enumerate(columns):
+            col = table.column(name)
             if pa.types.is_boolean(col.type):
                 col = pc.cast(col, pa.float64())
             matrix[:, j] = col.to_numpy()
+        if id_column is None:
+            hashes = stats.position_hashes(n)
+        else:
+            hashes = hash_ids(table.column(id_column))
     except KeyError as e:
         raise InputError(f"per-example table lacks column {e}") from None
-    scopes = [Scope("all", tuple(None for _ in group_by), 0, n, (seed,))]
+    except TypeError as e:
+        raise InputError(f"cannot aggregate by id column {id_column!r}: {e}") from None
+    scopes = [Scope("all", tuple(None for _ in group_by), 0, n)]
     if group_by:
         codes, keys = _group_codes(table, group_by)
-        matrix = np.concatenate([matrix, matrix[np.argsort(codes, kind="stable")]])
+        order = np.argsort(codes, kind="stable")
+        matrix = np.concatenate([matrix, matrix[order]])
+        hashes = np.concatenate([hashes, hashes[order]])
         bounds = n + np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(keys)))])
-        scopes += [Scope("group", key, int(bounds[g]), int(bounds[g + 1]),
-                         (seed, *_group_words(key))) for g, key in enumerate(keys)]
-    return matrix, scopes
+        scopes += [Scope("group", key, int(bounds[g]), int(bounds[g + 1]))
+                   for g, key in enumerate(keys)]
+    return Prepared(matrix, hashes, scopes)
 
 
-def _in_process(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
-    return [fn(*args) for args in args_list]
+def grids_of(prepared: Prepared, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each scope's exact-sum grid and stream keys, flattened for shipping to workers.
+
+    Returns:
+        ``(grid, keys)``: float64 of length ``k * rows``, the scopes' ``(k, rows)`` grids of
+        :func:`pipeline.stats.to_grid` one after the other; uint64 (rows,) stream keys.
+
+    """
+    k = prepared.values.shape[1]
+    grid = np.empty(k * len(prepared.values))
+    for s in prepared.scopes:
+        grid[k * s.start:k * s.stop] = stats.to_grid(
+            prepared.values[s.start:s.stop], max_weight=stats.MAX_WEIGHT["poisson"]).ravel()
+    keys = stats.stream_keys(prepared.hashes, seed=seed, weights="poisson")
+    return grid, keys
 
 
-def aggregate(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str] = (),
-              thresholds: Sequence[Threshold] = (), n_bootstrap: int = 1000,
-              confidence: float = 0.95, seed: int = 12345,
-              map_chunks: MapChunks | None = None) -> pa.Table:
-    """Aggregate per-example scores over the whole run and per group.
+def bootstrap_chunk(grid: np.ndarray, keys: np.ndarray, bounds: Sequence[tuple[int, int]],
+                    first: int, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One chunk of resamples of every scope (a unit of work an engine may run anywhere).
+
+    Args:
+        grid: the flattened grids of :func:`grids_of`.
+        keys: the stream keys of :func:`grids_of`.
+        bounds: each scope's ``(start, stop)`` rows.
+        first: the chunk's first resample (a multiple of 4).
+        count: resamples in this chunk.
+
+    Returns:
+        Per scope, ``(sums, totals)`` of :func:`pipeline.stats.resample_sums`.
+
+    """
+    k = len(grid) // len(keys)
+    return [stats.resample_sums(grid[k * a:k * b].reshape(k, b - a), keys[a:b],
+                                weights="poisson", first=first, count=count)
+            for a, b in bounds]
+
+
+def _threads(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else (os.cpu_count() or 1)
+    if cpus <= 1 or len(args_list) <= 1:
+        return [fn(*args) for args in args_list]
+    with ThreadPoolExecutor(max_workers=min(cpus, len(args_list))) as pool:
+        return list(pool.map(lambda args: fn(*args), args_list))
+
+
+def aggregate(table: pa.Table, *, metrics: Sequence[str | MetricSpec],
+              group_by: Sequence[str] = (), thresholds: Sequence[Threshold] = (),
+              n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 12345,
+              map_chunks: MapChunks | None = None, id_column: str | None = None,
+              options: Mapping[str, Any] | None = None) -> pa.Table:
+    """Aggregate per-example rows over the whole run and per group.
 
     Args:
         table: per-example rows with the columns of :func:`value_columns` (float64
-            ``{metric}_{measure}``, bool ``passed_...``) and the ``group_by`` columns.
-        metrics: metric names, in output order.
-        group_by: columns whose value combinations form groups (none: only ``all`` rows).
+            ``{metric}_{measure}``, the statistics of corpus metrics, bool ``passed_...``),
+            the ``group_by`` columns and ``id_column``.
+        metrics: metric names (resolved by the registry under ``options``) or specs, in
+            output order.
+        group_by: columns whose value combinations form groups (none: only ``all`` rows);
+            null and NaN are groups of their own.
         thresholds: pass/fail gates whose pass rates are reported.
         n_bootstrap: resamples per interval (0: no interval).
         confidence: interval level in (0, 1).
-        seed: seed of the random streams (see the module docstring).
+        seed: seed of the random streams, in [0, 2**64).
         map_chunks: runs ``bootstrap_chunk`` over a list of argument tuples and returns the
             results in order (an engine passes one that spreads them over workers); default:
-            one after the other in this process. The result does not depend on it.
+            threads of this process. The result does not depend on it.
+        id_column: the example id, which keys each example's random weights (default: the
+            row position, so the intervals then depend on the row order).
+        options: the flat scoring options, for the registry.
 
     Returns:
         The long-format table described in the module docstring; ``all`` rows first, then
-        groups in sorted order of their values (nulls last).
+        groups in sorted order of their values (NaN, then null, last).
 
     Raises:
         InputError: no rows, or a missing column.
+        ConfigError: an unknown metric name.
 
     """
-    matrix, scopes = scopes_of(table, metrics=metrics, group_by=group_by,
-                               thresholds=thresholds, seed=seed)
-    measures = _measures(metrics, thresholds)
-    intervals: list[np.ndarray | None] = [None] * len(scopes)
+    specs = resolve_specs(metrics, options)
+    columns, rows = _layout(specs, thresholds)
+    prepared = scopes_of(table, columns=columns, group_by=group_by, id_column=id_column)
+    scopes = prepared.scopes
+    estimates = [r.estimate for r in rows]
+    intervals: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(scopes)
     if n_bootstrap:
-        sizes = [min(RESAMPLES_PER_CHUNK, n_bootstrap - first)
-                 for first in range(0, n_bootstrap, RESAMPLES_PER_CHUNK)]
-        chunks = (map_chunks or _in_process)(
-            bootstrap_chunk, [(matrix, scopes, c, size) for c, size in enumerate(sizes)])
-        alpha = 1.0 - confidence
+        grid, keys = grids_of(prepared, seed=seed)
+        bounds = [(s.start, s.stop) for s in scopes]
+        chunks = [(first, min(RESAMPLES_PER_CHUNK, n_bootstrap - first))
+                  for first in range(0, n_bootstrap, RESAMPLES_PER_CHUNK)]
+        results = (map_chunks or _threads)(
+            bootstrap_chunk, [(grid, keys, bounds, first, count) for first, count in chunks])
         for s in range(len(scopes)):
-            boot = np.concatenate([chunk[s] for chunk in chunks])
-            intervals[s] = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
+            sums = np.concatenate([r[s][0] for r in results])
+            totals = np.concatenate([r[s][1] for r in results])
+            intervals[s] = stats.percentile_interval(stats.evaluate(estimates, sums, totals),
+                                                     confidence)
 
     out: dict[str, list] = {name: [] for name in
                             ["scope", *group_by, "metric", "measure", "statistic", "threshold",
                              "mean", "ci_low", "ci_high", "n_examples"]}
     for scope, ci in zip(scopes, intervals, strict=True):
-        values = matrix[scope.start:scope.stop]
-        for j, m in enumerate(measures):
+        values = prepared.values[scope.start:scope.stop]
+        for j, r in enumerate(rows):
             out["scope"].append(scope.kind)
             for name, v in zip(group_by, scope.key, strict=True):
                 out[name].append(v)
-            out["metric"].append(m.metric)
-            out["measure"].append(m.measure)
-            out["statistic"].append(m.statistic)
-            out["threshold"].append(m.threshold)
-            out["mean"].append(exact_mean(values[:, j]))
-            out["ci_low"].append(None if ci is None else float(ci[0, j]))
-            out["ci_high"].append(None if ci is None else float(ci[1, j]))
+            out["metric"].append(r.metric)
+            out["measure"].append(r.measure)
+            out["statistic"].append(r.statistic)
+            out["threshold"].append(r.threshold)
+            out["mean"].append(float(stats.point_estimates(values, [r.estimate])[0]))
+            low = None if ci is None or np.isnan(ci[0][j]) else float(ci[0][j])
+            high = None if ci is None or np.isnan(ci[1][j]) else float(ci[1][j])
+            out["ci_low"].append(low)
+            out["ci_high"].append(high)
             out["n_examples"].append(len(values))
     fields = [pa.field("scope", pa.string())]
     fields += [pa.field(name, table.schema.field(name).type) for name in group_by]
@@ -308,5 +349,6 @@ def aggregate(table: pa.Table, *, metrics: Sequence[str], group_by: Sequence[str
     return pa.table({f.name: pa.array(out[f.name], f.type) for f in schema}, schema=schema)
 
 
-__all__ = ["RESAMPLES_PER_CHUNK", "Scope", "aggregate", "bootstrap_chunk", "bootstrap_means",
-           "exact_mean", "scopes_of", "value_columns"]
+__all__ = ["RESAMPLES_PER_CHUNK", "MapChunks", "Prepared", "Scope", "aggregate",
+           "bootstrap_chunk", "exact_mean", "grids_of", "resolve_specs", "scopes_of",
+           "value_columns"]

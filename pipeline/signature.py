@@ -2,14 +2,15 @@
 
 Example::
 
-    metrics:rouge1+rouge2+rougeL+rougeLsum|tok:rouge-score|stem:none|case:lc|ref:max|nrefs:1|bs:1000|ci:0.95|seed:12345|maxtok:100000|version:0.1.0
+    metrics:rouge1+rouge2+rougeL+rougeLsum|tok:rouge-score|stem:none|case:lc|ref:max|nrefs:1|bs:1000-poisson|ci:0.95|seed:12345|maxtok:100000|version:0.1.0
 
 Fields, in order: ``metrics`` (``+``-joined), then the signature fields of each metric
 family of the run, in order of its first metric (only the families the run uses; see each
 family's ``signature_fields``: ROUGE writes ``tok`` (tokenizer), ``stem`` (``none`` or
 ``porter``), ``case`` (``lc`` lowercased, ``mixed`` case-sensitive) and ``ref``
 (multi-reference rule)), then ``nrefs`` (references per example, or ``var`` when it
-varies), ``bs`` (bootstrap resamples, 0 = off), ``ci`` (confidence level), ``seed``
+varies), ``bs`` (bootstrap resamples and method, e.g. ``1000-poisson``, see
+:mod:`pipeline.stats`; 0 = off), ``ci`` (confidence level), ``seed``
 (bootstrap seed), then ``split:punct`` (rougeLsum's punctuation sentence splitting) and
 ``maxtok`` (texts cut at that many tokens, when a family of the run cuts them), where they
 have been since the first version, and ``version`` last. Reference: Post
@@ -108,7 +109,7 @@ def build_signature(
     late = [(k, family.pop(k)) for k in _LATE_FIELDS if k in family]
     parts: list[tuple[str, str]] = [("metrics", "+".join(metrics)), *family.items(),
                                     ("nrefs", str(n_references)),
-                                    ("bs", str(n_bootstrap)),
+                                    ("bs", f"{n_bootstrap}-poisson" if n_bootstrap else "0"),
                                     ("ci", f"{confidence:g}"),
                                     ("seed", "none" if seed is None else str(seed)),
                                     *late, ("version", __version__)]

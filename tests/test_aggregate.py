@@ -10,9 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.aggregate import aggregate, bootstrap_means, exact_mean, value_columns
+from pipeline.aggregate import aggregate, exact_mean, value_columns
 from pipeline.config import Threshold
 from pipeline.errors import InputError
+from pipeline.io.partition import hash_ids
+from pipeline.metrics.base import MetricSpec
+from tests.plain_bootstrap import plain_mix64, plain_poisson_weights
 
 MEASURES = ("precision", "recall", "fmeasure")
 
@@ -49,41 +52,45 @@ def test_exact_mean_does_not_depend_on_order(values):
     assert exact_mean(a) == exact_mean(a[::-1]) == exact_mean(np.sort(a))
 
 
-def test_bootstrap_matches_a_plain_implementation():
-    rng_values = np.random.default_rng(1).random((300, 4))
-    got = bootstrap_means(rng_values, n_bootstrap=500, rng=np.random.default_rng(42))
-    # 500 x 300 draws fit in one block: the same draws as one integers() call.
-    idx = np.random.default_rng(42).integers(0, 300, size=(500, 300), dtype=np.uint32)
-    want = rng_values[idx].mean(axis=1)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
-
-
-def test_bootstrap_in_chunks_is_bounded_and_deterministic():
-    values = np.random.default_rng(2).random((5000, 3))
-    a = bootstrap_means(values, n_bootstrap=1200, rng=np.random.default_rng(5))
-    b = bootstrap_means(values, n_bootstrap=1200, rng=np.random.default_rng(5))
-    assert a.shape == (1200, 3)
-    assert np.array_equal(a, b)
-    # Resample means scatter around the mean with the standard error of the mean.
-    se = values.std(axis=0) / math.sqrt(len(values))
-    np.testing.assert_allclose(a.std(axis=0), se, rtol=0.1)
-
-
-def test_interval_is_the_percentile_of_the_bootstrap_means():
+def test_interval_is_the_percentile_of_plain_poisson_bootstrap_means():
+    # The documented method, written out plainly: example i (by position, no id column) has
+    # key mix64(mix64(i) ^ mix64(seed ^ C)); resample r takes lane r % 4 of
+    # mix64(key + (r // 4 + 1) * gamma) and inverts Poisson(1) at 16 bits.
     t = _examples(400)
     agg = aggregate(t, metrics=("rouge1", "rougeL"), n_bootstrap=300, confidence=0.9, seed=11)
     measures = [f"{m}_{x}" for m in ("rouge1", "rougeL") for x in MEASURES]
     values = np.column_stack([t.column(c).to_numpy() for c in measures])
-    # Chunks of 50 resamples, chunk c drawn from default_rng([seed, c]).
-    boot = np.concatenate([
-        values[np.random.default_rng([11, c]).integers(0, 400, size=(50, 400),
-                                                        dtype=np.uint32)].mean(axis=1)
-        for c in range(6)])
+    weights = plain_poisson_weights([plain_mix64(i) for i in range(400)], seed=11, count=300)
+    boot = (weights @ values) / weights.sum(axis=1, keepdims=True)
     low, high = np.quantile(boot, [0.05, 0.95], axis=0)
     for j, r in enumerate(_rows(agg, scope="all", statistic="mean")):
-        assert r["ci_low"] == pytest.approx(low[j], rel=1e-12)
-        assert r["ci_high"] == pytest.approx(high[j], rel=1e-12)
+        # exact sums on a 2**-40 grid (400 examples): agreement to ~1e-12
+        assert r["ci_low"] == pytest.approx(low[j], abs=1e-11)
+        assert r["ci_high"] == pytest.approx(high[j], abs=1e-11)
         assert r["ci_low"] < r["mean"] < r["ci_high"]
+
+
+def test_resamples_scatter_with_the_standard_error_of_the_mean():
+    t = _examples(5000)
+    agg = aggregate(t, metrics=("rouge1",), n_bootstrap=1000, confidence=0.6827)
+    for r in _rows(agg, scope="all", statistic="mean"):
+        values = t.column(f"rouge1_{r['measure']}").to_numpy()
+        se = values.std() / math.sqrt(len(values))
+        assert (r["ci_high"] - r["ci_low"]) / 2 == pytest.approx(se, rel=0.1)
+
+
+def test_interval_does_not_depend_on_row_order_or_grouping_with_an_id_column():
+    t = _examples(700).append_column("id", pa.array([f"doc-{i}" for i in range(700)]))
+    a = aggregate(t, metrics=("rouge1",), n_bootstrap=200, id_column="id")
+    shuffled = t.take(pa.array(np.random.default_rng(3).permutation(700)))
+    b = aggregate(shuffled, metrics=("rouge1",), n_bootstrap=200, id_column="id")
+    c = aggregate(shuffled, metrics=("rouge1",), group_by=("system",), n_bootstrap=200,
+                  id_column="id")
+    assert a.column("ci_low").equals(b.column("ci_low"))
+    assert a.column("ci_high").equals(b.column("ci_high"))
+    all_c = c.filter(pa.compute.equal(c.column("scope"), "all"))
+    assert all_c.column("ci_low").equals(a.column("ci_low"))
+    assert all_c.column("ci_high").equals(a.column("ci_high"))
 
 
 def test_same_seed_same_interval_other_seed_other_interval():
@@ -98,12 +105,14 @@ def test_same_seed_same_interval_other_seed_other_interval():
 
 def test_groups_sorted_and_a_groups_interval_depends_only_on_its_examples():
     t = _examples(600, groups=("b", "a", "c"))
-    agg = aggregate(t, metrics=("rouge1", "rougeL"), group_by=("system",), n_bootstrap=100)
+    t = t.append_column("id", pa.array(range(600)))
+    agg = aggregate(t, metrics=("rouge1", "rougeL"), group_by=("system",), n_bootstrap=100,
+                    id_column="id")
     assert [r["system"] for r in _rows(agg, metric="rouge1", measure="recall")] \
         == [None, "a", "b", "c"]
     without_c = t.filter(pa.compute.not_equal(t.column("system"), "c"))
     agg2 = aggregate(without_c, metrics=("rouge1", "rougeL"), group_by=("system",),
-                     n_bootstrap=100)
+                     n_bootstrap=100, id_column="id")
     for g in ("a", "b"):
         assert _rows(agg, scope="group", system=g) == _rows(agg2, scope="group", system=g)
     for r in _rows(agg, scope="group", system="a", statistic="mean"):
@@ -150,7 +159,8 @@ def test_single_example_interval_is_the_value():
     t = _examples(1)
     agg = aggregate(t, metrics=("rouge1",), n_bootstrap=50)
     for r in agg.to_pylist():
-        assert r["ci_low"] == r["mean"] == r["ci_high"]
+        # resamples with weight 0 are left out; the others are the value on the exact grid
+        assert r["ci_low"] == r["ci_high"] == pytest.approx(r["mean"], abs=2.0**-48)
 
 
 def test_where_and_in_which_order_chunks_run_does_not_matter():
@@ -163,3 +173,43 @@ def test_where_and_in_which_order_chunks_run_does_not_matter():
     b = aggregate(t, metrics=("rouge1",), group_by=("system",), n_bootstrap=230,
                   map_chunks=backwards)
     assert a.equals(b)
+
+
+def _ratio_times_100(sums: np.ndarray) -> np.ndarray:
+    return 100.0 * sums[:, 0] / sums[:, 1]
+
+
+def test_corpus_metric_row_from_summed_statistics():
+    spec = MetricSpec(name="toy", family="toy", measures=("score",), primary="score",
+                      statistics=(("hits", "int64"), ("total", "int64")),
+                      reference_rule="max", corpus=_ratio_times_100, scale=100.0)
+    hits = [1, 2, 0, 3, 5, 1]
+    total = [2, 4, 1, 3, 5, 4]
+    t = pa.table({"id": ["a", "b", "c", "d", "e", "f"], "toy_hits": hits, "toy_total": total,
+                  "toy_score": [100.0 * h / n for h, n in zip(hits, total, strict=True)]})
+    agg = aggregate(t, metrics=(spec,), n_bootstrap=400, id_column="id", seed=2)
+    [mean] = _rows(agg, statistic="mean")
+    [corpus] = _rows(agg, statistic="corpus")
+    assert (corpus["metric"], corpus["measure"]) == ("toy", "score")
+    assert corpus["mean"] == 100.0 * 12 / 19  # sum of hits / sum of totals
+    assert mean["mean"] == pytest.approx(100.0 * (0.5 + 0.5 + 0 + 1 + 1 + 0.25) / 6)
+    w = plain_poisson_weights(
+        [int(h) for h in hash_ids(t.column("id"))], seed=2, count=400)
+    boot = 100.0 * (w @ np.array(hits)) / (w @ np.array(total))
+    boot = boot[w.sum(axis=1) > 0]
+    low, high = np.quantile(boot, [0.025, 0.975])
+    assert corpus["ci_low"] == pytest.approx(low, rel=1e-12)
+    assert corpus["ci_high"] == pytest.approx(high, rel=1e-12)
+    assert value_columns((spec,)) == ["toy_score", "toy_hits", "toy_total"]
+
+
+def test_nan_null_and_values_are_distinct_groups():
+    t = pa.table({"g": pa.array([1.0, float("nan"), None, 1.0, float("nan"), None, 2.0]),
+                  "rouge1_precision": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7],
+                  "rouge1_recall": [0.0] * 7, "rouge1_fmeasure": [0.0] * 7})
+    agg = aggregate(t, metrics=("rouge1",), group_by=("g",), n_bootstrap=0)
+    rows = _rows(agg, scope="group", measure="precision")
+    keys = [r["g"] for r in rows]
+    assert keys[:2] == [1.0, 2.0] and math.isnan(keys[2]) and keys[3] is None
+    assert [r["n_examples"] for r in rows] == [2, 1, 2, 2]
+    assert [r["mean"] for r in rows] == pytest.approx([0.25, 0.7, 0.35, 0.45])

@@ -386,13 +386,34 @@ def test_paired_test_properties(pairs, seed):
 
 
 def test_one_and_several_measures_resample_alike():
-    """The gather path (one measure) and the counts path (several) draw the same resamples."""
+    """Every measure gets the same weights: a column alone gives the same resamples."""
     from pipeline.compare import bootstrap_mean_differences
 
     d = np.random.default_rng(5).normal(size=(300, 3))
-    together = bootstrap_mean_differences(d, n_bootstrap=50, rng=np.random.default_rng(1))
-    alone = bootstrap_mean_differences(d[:, 1:2], n_bootstrap=50, rng=np.random.default_rng(1))
-    assert np.allclose(together[:, 1], alone[:, 0], atol=1e-12)
+    together = bootstrap_mean_differences(d, n_bootstrap=50, seed=1)
+    alone = bootstrap_mean_differences(d[:, 1:2], n_bootstrap=50, seed=1)
+    assert np.array_equal(together[:, 1], alone[:, 0])
+
+
+def test_paired_test_against_plain_weights_and_its_mde():
+    from statistics import NormalDist
+
+    from tests.plain_bootstrap import plain_mix64, plain_weights
+
+    rng = np.random.default_rng(8)
+    b, c = rng.random(120), rng.random(120)
+    test = paired_test(b, c, n_bootstrap=200, seed=4, confidence=0.9)
+    hashes = [plain_mix64(i) for i in range(120)]
+    w = plain_weights(hashes, seed=4, count=200, kind="poisson")
+    deltas = (w @ (c - b)) / w.sum(axis=1)
+    assert test.ci_low[0] == pytest.approx(np.quantile(deltas, 0.05), abs=1e-12)
+    assert test.ci_high[0] == pytest.approx(np.quantile(deltas, 0.95), abs=1e-12)
+    z = NormalDist().inv_cdf(0.95) + NormalDist().inv_cdf(0.8)
+    assert test.mde[0] == pytest.approx(z * deltas.std(), rel=1e-9)
+    flips = plain_weights(hashes, seed=4, count=200, kind="flip")
+    trials = np.abs((2 * flips @ (c - b) - (c - b).sum()) / 120)
+    extreme = (trials >= abs(np.mean(c - b)) - 1e-12).sum()
+    assert test.p_value[0] == pytest.approx((extreme + 1) / 201)
 
 
 def test_resolve_measures():

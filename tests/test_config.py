@@ -107,7 +107,7 @@ def test_signature_fields_and_round_trip():
     cfg = ScoreConfig(metrics=("rouge1", "rougeL"), stemmer="porter", seed=3, bootstrap=200)
     sig = cfg.signature(n_references="var")
     assert str(sig).startswith("metrics:rouge1+rougeL|tok:rouge-score|stem:porter|case:lc|"
-                               "ref:max|nrefs:var|bs:200|ci:0.95|seed:3|maxtok:100000|version:")
+                               "ref:max|nrefs:var|bs:200-poisson|ci:0.95|seed:3|maxtok:100000|version:")
     assert Signature.parse(str(sig)) == sig
 
 

@@ -45,7 +45,7 @@ def test_output_layout_manifest_and_signature_everywhere(tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     sig = manifest["signature"]
     assert sig.startswith("metrics:rouge1+rougeLsum|tok:rouge-score|stem:none|case:lc|"
-                          "ref:max|nrefs:1|bs:50|ci:0.95|seed:12345|maxtok:100000|version:")
+                          "ref:max|nrefs:1|bs:50-poisson|ci:0.95|seed:12345|maxtok:100000|version:")
     for f in [run / "aggregate.parquet", *sorted((run / "examples").iterdir())]:
         meta = pq.read_schema(f).metadata
         assert meta[b"overlap.signature"].decode() == sig
@@ -154,7 +154,7 @@ def test_signature_command():
                         "var", "--sentence-split", "punctuation")
     assert code == 0
     assert out.startswith("metrics:rouge1+rouge2+rougeL+rougeLsum|tok:rouge-score|stem:porter"
-                          "|case:lc|ref:max|nrefs:var|bs:1000|ci:0.95|seed:1|split:punct|"
+                          "|case:lc|ref:max|nrefs:var|bs:1000-poisson|ci:0.95|seed:1|split:punct|"
                           "maxtok:100000|version:")
     assert _cli("signature", "--n-references", "0")[0] == 2
 

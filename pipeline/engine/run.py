@@ -253,7 +253,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
     from pipeline.aggregate import aggregate, value_columns
 
     numeric = read_columns(example_files, [config.id_column, *config.group_by,
-                                           *value_columns(config.metrics, config.thresholds)])
+                                           *value_columns(config.metrics, config.thresholds,
+                                                          config.to_dict())])
     # Resample rows in id order, so that intervals do not depend on how the run was
     # partitioned (partition_rows, engine) or on the order of the input files.
     numeric = numeric.take(pc.sort_indices(numeric, [(config.id_column, "ascending")]))
@@ -262,7 +263,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
     return aggregate(numeric, metrics=config.metrics, group_by=config.group_by,
                      thresholds=config.thresholds, n_bootstrap=config.bootstrap,
                      confidence=config.confidence, seed=config.seed,
-                     map_chunks=chunk_mapper(runner) if distribute else None)
+                     map_chunks=chunk_mapper(runner) if distribute else None,
+                     id_column=config.id_column, options=config.to_dict())
 
 
 def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:

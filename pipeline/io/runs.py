@@ -214,7 +214,8 @@ def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
         columns: column names to read.
 
     Returns:
-        A DataFrame with those columns, one row per example.
+        A DataFrame with those columns, one row per example; a floating-point group column
+        with nulls is of object dtype, so that null (None) and NaN stay apart.
 
     Raises:
         InputError: a column the run does not have, or an unreadable file.
@@ -229,7 +230,13 @@ def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
                              filesystem=run.fs).to_table(columns=list(columns))
     except (OSError, pa.ArrowInvalid) as err:
         raise InputError(f"cannot read the examples of {run.path}: {err}") from err
-    return table.to_pandas()
+    frame = table.to_pandas()
+    for name in run.group_columns:
+        column = table.column(name) if name in table.column_names else None
+        if column is not None and column.null_count and pa.types.is_floating(column.type):
+            # keep null apart from NaN (pandas would turn both into NaN)
+            frame[name] = pd.Series(column.to_pylist(), index=frame.index, dtype=object)
+    return frame
 
 
 def input_prediction_files(manifest: dict[str, Any]) -> list[tuple[str, int | None]]:

@@ -1,0 +1,292 @@
+"""Comparing two run directories, and the comparison as a document (``compare.json``).
+
+:func:`compare_runs` composes the pure parts (:mod:`.pairing`, :mod:`.statistics`) with the
+run reader of :mod:`pipeline.io.runs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from pipeline.compare.measures import (
+    measure_column,
+    measures_in,
+    measures_of,
+    primary_measures,
+    resolve_measures,
+)
+from pipeline.compare.pairing import DEFAULT_TOP, Comparison, compare_examples
+from pipeline.compare.signatures import NON_SCORE_FIELDS, check_signatures
+from pipeline.compare.statistics import (
+    DEFAULT_BAND,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_MISSING,
+    DEFAULT_N_BOOTSTRAP,
+    DEFAULT_SEED,
+    INTERVAL_METHOD,
+    MDE_METHOD,
+    TEST_METHOD,
+    check_settings,
+)
+from pipeline.errors import ConfigError, InputError
+from pipeline.metrics.base import MetricSpec
+
+if TYPE_CHECKING:
+    from pipeline.io.runs import RunInfo
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """The result of :func:`compare_runs`.
+
+    Attributes:
+        comparison: the statistics (:class:`Comparison`).
+        baseline: the baseline run's description.
+        candidate: the candidate run's description.
+        signature_differences: differing signature fields (allowed by the caller).
+        top: the examples that moved most (:meth:`Comparison.top`, at most ``n_top``), plus
+            ``baseline_prediction`` and ``candidate_prediction`` text columns (null where
+            the text could not be found).
+        notes: human-readable remarks (e.g. where texts could not be read).
+        n_top: how many moved examples were asked for.
+
+    """
+
+    comparison: Comparison
+    baseline: RunInfo
+    candidate: RunInfo
+    signature_differences: list[str]
+    top: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    n_top: int = DEFAULT_TOP
+
+    @property
+    def alarm(self) -> bool:
+        """True when any (group, measure) row alarms."""
+        return self.comparison.alarm
+
+    def to_document(self, *, max_ids: int = 20) -> dict[str, Any]:
+        """Return the comparison as a JSON-ready dict (the content of ``compare.json``).
+
+        Keys: ``alarm`` (a change or missing examples), ``missing``,
+        ``baseline``/``candidate`` (path, run_id, signature, n_examples),
+        ``signature_differences``, ``settings`` (measures, band, confidence, n_bootstrap,
+        seed, interval and test methods, alarm rule, max_missing and its rule, the MDE's
+        definition, top), ``pairing`` (key columns, counts and up
+        to ``max_ids`` ids present in one run only), ``rows`` (as :attr:`Comparison.rows`),
+        ``top`` (as :attr:`top`), ``notes``, ``version``. NaN is written as null.
+        """
+        from pipeline import __version__
+
+        cmp = self.comparison
+        key = list(cmp.key_columns)
+
+        def run(info: RunInfo) -> dict[str, Any]:
+            return {"path": info.path, "run_id": info.run_id, "signature": str(info.signature),
+                    "n_examples": info.n_examples}
+
+        def ids(frame: pd.DataFrame) -> list[Any]:
+            head = frame.head(max_ids)
+            if len(key) == 1:
+                return [_jsonable(v) for v in head[key[0]]]
+            return [{k: _jsonable(v) for k, v in r.items()} for r in head.to_dict("records")]
+
+        return {
+            "alarm": self.alarm,
+            "missing": cmp.missing,
+            "baseline": run(self.baseline),
+            "candidate": run(self.candidate),
+            "signature_differences": list(self.signature_differences),
+            "settings": {
+                "measures": list(cmp.measures), "band": cmp.band, "confidence": cmp.confidence,
+                "n_bootstrap": cmp.n_bootstrap, "seed": cmp.seed, "interval": INTERVAL_METHOD,
+                "test": TEST_METHOD, "alarm_rule": "interval excludes 0 and |delta| > band",
+                "max_missing": cmp.max_missing,
+                "missing_rule": "a baseline group absent from the candidate, or more than "
+                                "max_missing of its examples",
+                "mde": MDE_METHOD, "top": self.n_top,
+            },
+            "pairing": {
+                "id_column": cmp.id_column, "group_columns": list(cmp.group_columns),
+                "n_paired": len(cmp.paired), "n_baseline_only": len(cmp.baseline_only),
+                "n_candidate_only": len(cmp.candidate_only),
+                "baseline_only_ids": ids(cmp.baseline_only),
+                "candidate_only_ids": ids(cmp.candidate_only),
+            },
+            "rows": _records(cmp.rows),
+            "top": _records(self.top),
+            "notes": list(self.notes),
+            "version": __version__,
+        }
+
+    def to_arrow(self) -> pa.Table:
+        """Return the rows as an Arrow table (the content of ``compare.parquet``).
+
+        Columns: ``baseline_run_id``, ``candidate_run_id``, then :attr:`Comparison.rows`
+        (counts int64, means/deltas/interval/p float64, ``alarm`` bool). Key-value metadata:
+        ``overlap.compare`` (the JSON document without rows and top),
+        ``overlap.baseline_signature`` and ``overlap.candidate_signature``.
+        """
+        import json
+
+        rows = self.comparison.rows.copy()
+        rows.insert(0, "candidate_run_id", self.candidate.run_id)
+        rows.insert(0, "baseline_run_id", self.baseline.run_id)
+        for col in ("baseline_run_id", "candidate_run_id"):
+            rows[col] = rows[col].astype(object)
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        table = table.cast(pa.schema([
+            pa.field(f.name, pa.string()) if f.name in ("baseline_run_id", "candidate_run_id")
+            else f for f in table.schema]).with_metadata(None))
+        document = {k: v for k, v in self.to_document().items() if k not in ("rows", "top")}
+        return table.replace_schema_metadata({
+            "overlap.compare": json.dumps(document, allow_nan=False),
+            "overlap.baseline_signature": str(self.baseline.signature),
+            "overlap.candidate_signature": str(self.candidate.signature),
+        })
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return None
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): _jsonable(v) for k, v in row.items()}
+            for row in frame.to_dict("records")]
+
+
+def run_specs(run: RunInfo) -> tuple[MetricSpec, ...]:
+    """The metric specs of a run, from its manifest's config through the registry.
+
+    Returns:
+        The specs, or () when the manifest does not list the metrics or the registry does not
+        know one of them (the measures are then read from the column names).
+
+    """
+    from pipeline.metrics.registry import specs
+
+    metrics = run.config.get("metrics")
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not isinstance(metrics, list) or not metrics:
+        return ()
+    try:
+        return specs([str(m) for m in metrics], run.config)
+    except ConfigError:
+        return ()
+
+
+def compare_runs(
+    baseline_dir: str,
+    candidate_dir: str,
+    *,
+    measures: Sequence[str] | None = None,
+    band: float = DEFAULT_BAND,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    top: int = DEFAULT_TOP,
+    allow_signature_mismatch: bool = False,
+    max_missing: float = DEFAULT_MAX_MISSING,
+) -> RunComparison:
+    """Compare two ``overlap score`` output directories (see :func:`compare_examples`).
+
+    Reads only the key and measure columns; prediction texts are read for the ``top``
+    examples only, from the runs' ``prediction`` column when they were scored with
+    ``--keep-text``, else from the input files named in their manifests when readable.
+
+    Args:
+        baseline_dir: the baseline run directory (local path or URI).
+        candidate_dir: the candidate run directory.
+        measures: ``METRIC.MEASURE`` names; default the primary measure of every metric
+            (fmeasure for ROUGE, score for BLEU and chrF), as the registry says.
+        band: tolerated absolute change, score units, >= 0.
+        confidence: interval level in (0, 1).
+        n_bootstrap: resamples, >= 1.
+        seed: resampling seed.
+        top: how many moved examples to list, >= 0.
+        allow_signature_mismatch: compare runs whose scoring settings differ.
+        max_missing: tolerated fraction of a group's baseline examples absent from the
+            candidate, in [0, 1].
+
+    Returns:
+        A :class:`RunComparison`.
+
+    Raises:
+        InputError: a directory that is not a complete run, unreadable files, or bad data.
+        SignatureMismatchError: the runs' scoring settings differ (unless allowed).
+        ConfigError: bad settings or measure names.
+
+    """
+    from pipeline.io import runs
+
+    check_settings(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
+                   max_missing=max_missing)
+    if top < 0:
+        raise ConfigError(f"top must be >= 0, got {top}")
+    base = runs.open_run(baseline_dir)
+    cand = runs.open_run(candidate_dir)
+    differences = check_signatures(base.signature, cand.signature,
+                                   allow_mismatch=allow_signature_mismatch)
+    notes: list[str] = []
+    other = base.signature.differences(cand.signature, keys=NON_SCORE_FIELDS)
+    if other:
+        a, b = base.signature.as_dict(), cand.signature.as_dict()
+        notes.append("the signatures also differ in " + "; ".join(
+            f"{k}: {a.get(k)} vs {b.get(k)}" for k in other) + " (not a scoring setting)")
+    if base.id_column != cand.id_column:
+        raise InputError(f"the runs use different id columns ({base.id_column!r} vs "
+                         f"{cand.id_column!r})")
+    group_columns = tuple(c for c in base.group_columns if c in cand.group_columns)
+    if group_columns != base.group_columns or group_columns != cand.group_columns:
+        notes.append(f"the runs were grouped differently (baseline: "
+                     f"{', '.join(base.group_columns) or 'none'}; candidate: "
+                     f"{', '.join(cand.group_columns) or 'none'}); pairing and grouping on "
+                     f"{', '.join(group_columns) or 'the id only'}")
+    specs, cand_specs = run_specs(base), run_specs(cand)
+    if specs and cand_specs:
+        have_b, have_c = measures_of(specs), measures_of(cand_specs)
+        default: Sequence[str] | None = primary_measures(specs)
+    else:
+        have_b, have_c = measures_in(base.float_columns), measures_in(cand.float_columns)
+        default = None
+    chosen = resolve_measures(measures, have_b, have_c, default=default)
+    comparison_specs = [s for s in specs if any(m.split(".")[0] == s.name for m in chosen)]
+    columns = [measure_column(m) for m in chosen]
+    columns += [c for s in comparison_specs if s.corpus is not None for c in s.statistic_columns]
+    wanted = list(dict.fromkeys([base.id_column, *group_columns, *columns]))
+    comparison = compare_examples(
+        runs.read_examples(base, columns=wanted), runs.read_examples(cand, columns=wanted),
+        measures=chosen, id_column=base.id_column, group_columns=group_columns, band=band,
+        confidence=confidence, n_bootstrap=n_bootstrap, seed=seed, specs=comparison_specs,
+        max_missing=max_missing)
+    moved = comparison.top(top)
+    key = list(comparison.key_columns)
+    for side, run in (("baseline", base), ("candidate", cand)):
+        texts, note = runs.read_predictions(run, moved[key])
+        moved[f"{side}_prediction"] = texts
+        if note:
+            notes.append(f"{side}: {note}")
+    return RunComparison(comparison=comparison, baseline=base, candidate=cand,
+                         signature_differences=differences, top=moved, notes=notes,
+                         n_top=top)
+
+
+__all__ = ["RunComparison", "compare_runs", "run_specs"]

@@ -1,0 +1,280 @@
+"""The paired statistics of a comparison, over :mod:`pipeline.stats`'s resampling.
+
+For M measures over the same n paired examples (row i of both runs is the same example):
+
+- **delta**: ``candidate - baseline`` of each measure's value: the difference of the means
+  for a per-example measure, the difference of the corpus scores (each from its run's summed
+  statistics) for a corpus measure;
+- **paired bootstrap interval** (Koehn 2004, "Statistical Significance Tests for Machine
+  Translation Evaluation", EMNLP; sacrebleu's ``--paired-bs``): each resample gives every
+  example one Poisson(1) weight, the same in both runs (what makes it paired), and recomputes
+  both runs' values from the weighted sums; the interval is the percentile interval of the
+  resampled deltas. All measures share the resamples;
+- **two-sided p-value by paired approximate randomization** (Riezler & Maxwell 2005; sacrebleu's
+  ``--paired-ar``): each trial swaps each example's two runs with probability 1/2 (a fair
+  flip per example) and recomputes both runs' values from the swapped sums;
+  ``p = (1 + #{|trial delta| >= |observed delta|}) / (1 + trials)`` (the +1 from Clark et
+  al.'s MultEval); ties count as extreme, so identical runs get p = 1;
+- **minimal detectable effect** at 80% power: ``(z_{(1+confidence)/2} + z_{0.8}) * sd`` of the
+  resampled deltas (the usual normal approximation; Cohen 1988, ch. 2): the smallest true
+  change the interval would exclude 0 for in 80% of comparisons like this one.
+
+Each example's weights come from the seed and a hash of its pairing key (see
+:mod:`pipeline.stats`), so a group's result depends only on its own examples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from pipeline import stats
+from pipeline.errors import ConfigError
+from pipeline.stats import Estimate
+
+DEFAULT_BAND = 0.01
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_N_BOOTSTRAP = 1000
+DEFAULT_SEED = 12345
+DEFAULT_MAX_MISSING = 0.01
+POWER = 0.8
+INTERVAL_METHOD = "paired Poisson bootstrap percentile interval (Koehn 2004)"
+TEST_METHOD = "paired approximate randomization, two-sided (Riezler & Maxwell 2005)"
+MDE_METHOD = "(z_(1+confidence)/2 + z_power) * sd of the resampled deltas, power 0.8"
+# Below this many weighted draws a comparison runs on one thread.
+_THREAD_MIN_DRAWS = 20_000_000
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Result of :func:`paired_test` for M measures over the same n paired examples.
+
+    Attributes:
+        baseline_mean: shape (M,), the baseline's value (mean, or corpus score).
+        candidate_mean: shape (M,), the candidate's value.
+        delta: shape (M,), ``candidate_mean - baseline_mean``.
+        ci_low: shape (M,), lower end of the paired bootstrap percentile interval of delta;
+            NaN when n < 2.
+        ci_high: shape (M,), upper end; NaN when n < 2.
+        p_value: shape (M,), two-sided approximate randomization p-value in
+            [1 / (n_bootstrap + 1), 1]; NaN when n < 2.
+        mde: shape (M,), the minimal detectable effect at 80% power, in the measure's units;
+            NaN when n < 2.
+
+    """
+
+    baseline_mean: np.ndarray
+    candidate_mean: np.ndarray
+    delta: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p_value: np.ndarray
+    mde: np.ndarray | None = None
+
+
+def check_settings(*, n_bootstrap: int, confidence: float, band: float = 0.0,
+                   max_missing: float = 0.0) -> None:
+    """Validate comparison settings.
+
+    Raises:
+        ConfigError: confidence outside (0, 1), n_bootstrap < 1, band < 0, or max_missing
+            outside [0, 1].
+
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
+    if n_bootstrap < 1:
+        raise ConfigError(f"n_bootstrap must be at least 1, got {n_bootstrap}")
+    if not band >= 0.0:
+        raise ConfigError(f"band must be a non-negative score difference, got {band}")
+    if not 0.0 <= max_missing <= 1.0:
+        raise ConfigError(f"max_missing must be a fraction in [0, 1], got {max_missing}")
+
+
+def _threads(n: int, count: int) -> int | None:
+    return None if n * count >= _THREAD_MIN_DRAWS else 1
+
+
+def bootstrap_mean_differences(differences: np.ndarray, *, n_bootstrap: int, seed: int,
+                               hashes: np.ndarray | None = None) -> np.ndarray:
+    """Paired Poisson-bootstrap replicates of mean differences.
+
+    Args:
+        differences: float64 (n, M), ``candidate - baseline`` per example and measure.
+        n_bootstrap: resamples, >= 1.
+        seed: the seed.
+        hashes: uint64 (n,) identity hashes of the examples (default: their positions).
+
+    Returns:
+        float64 (n_bootstrap, M): ``sum(w d) / sum(w)`` per resample (NaN when all w are 0).
+
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    n, m = d.shape
+    hashes = stats.position_hashes(n) if hashes is None else hashes
+    return stats.bootstrap(d, hashes, [Estimate((q,)) for q in range(m)],
+                           n_bootstrap=n_bootstrap, seed=seed, threads=_threads(n, n_bootstrap))
+
+
+def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
+                      estimates: Sequence[Estimate], *, n_bootstrap: int, confidence: float,
+                      seed: int, hashes: np.ndarray | None = None) -> PairedTest:
+    """Values, deltas, paired bootstrap interval, randomization p-value and MDE.
+
+    Args:
+        baseline: float64 (n, k): per-example columns of the baseline (measures and
+            statistics), finite.
+        candidate: float64 (n, k): the same columns of the candidate, row i the same example.
+        estimates: M estimates over the k columns (a mean, or a corpus function).
+        n_bootstrap: bootstrap resamples and randomization trials, >= 1.
+        confidence: interval level in (0, 1).
+        seed: the seed, in [0, 2**64).
+        hashes: uint64 (n,) identity hashes of the pairs (default: their positions).
+
+    Returns:
+        A :class:`PairedTest` with arrays of shape (M,); with n < 2 the interval, p-value and
+        MDE are NaN, with n = 0 every field is NaN.
+
+    """
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    n, k = b.shape
+    m = len(estimates)
+    nan = np.full(m, np.nan)
+    if n == 0:
+        return PairedTest(nan, nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(),
+                          nan.copy())
+    base_value = stats.point_estimates(b, estimates)
+    cand_value = stats.point_estimates(c, estimates)
+    mean_only = all(e.corpus is None for e in estimates)
+    if mean_only:
+        delta = stats.point_estimates(c - b, estimates)
+    else:
+        delta = cand_value - base_value
+    if n < 2:
+        return PairedTest(base_value, cand_value, delta, nan, nan.copy(), nan.copy(),
+                          nan.copy())
+    hashes = stats.position_hashes(n) if hashes is None else hashes
+    threads = _threads(n, n_bootstrap)
+
+    # paired bootstrap: the same Poisson weights on both runs' columns
+    keys = stats.stream_keys(hashes, seed=seed, weights="poisson")
+    grid = stats.to_grid(np.concatenate([b, c], axis=1), max_weight=stats.MAX_WEIGHT["poisson"])
+    sums, totals = stats.resample_sums_threaded(grid, keys, weights="poisson", first=0,
+                                                count=n_bootstrap, threads=threads)
+    deltas = (stats.evaluate(estimates, sums[:, k:], totals)
+              - stats.evaluate(estimates, sums[:, :k], totals))
+    ci_low, ci_high = stats.percentile_interval(deltas, confidence)
+    with np.errstate(invalid="ignore"):
+        sd = np.nanstd(deltas, axis=0) if np.isfinite(deltas).any() else nan
+    z = NormalDist().inv_cdf((1.0 + confidence) / 2.0) + NormalDist().inv_cdf(POWER)
+    mde = z * sd
+
+    # approximate randomization: fair flips; K = sum of kept (c - b) per trial
+    keys = stats.stream_keys(hashes, seed=seed, weights="flip")
+    d = c - b
+    kept, _ = stats.resample_sums_threaded(
+        stats.to_grid(d, max_weight=1), keys, weights="flip", first=0, count=n_bootstrap,
+        threads=threads)
+    ones = np.full(n_bootstrap, float(n))
+    if mean_only:
+        total = stats.to_grid(d, max_weight=1).sum(axis=1)  # exact: on the grid
+        observed = np.abs(total / n)
+        trial = np.abs((2.0 * kept - total) / n)
+        order = [e.columns[0] for e in estimates]
+        extreme = (trial[:, order] >= observed[order]).sum(axis=0)
+    else:
+        b_sums, c_sums = stats.exact_sums(b), stats.exact_sums(c)
+        trial = np.abs(stats.evaluate(estimates, b_sums + kept, ones)
+                       - stats.evaluate(estimates, c_sums - kept, ones))
+        observed = np.abs(delta)
+        extreme = (trial >= observed * (1.0 - 1e-9)).sum(axis=0)
+    p_value = (extreme + 1.0) / (n_bootstrap + 1.0)
+    return PairedTest(base_value, cand_value, delta, ci_low, ci_high, p_value, mde)
+
+
+def paired_test(
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    *,
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = DEFAULT_SEED,
+    hashes: np.ndarray | None = None,
+) -> PairedTest:
+    """Delta of means, its paired bootstrap interval, a randomization p-value and the MDE.
+
+    See the module docstring for the methods and their sources.
+
+    Args:
+        baseline: float64, shape (n,) or (n, M): per-example baseline scores (row i of both
+            arrays is the same example), finite.
+        candidate: same shape, per-example candidate scores.
+        n_bootstrap: bootstrap resamples and randomization trials, >= 1.
+        confidence: interval level in (0, 1).
+        seed: the seed, in [0, 2**64).
+        hashes: uint64 (n,) identity hashes of the pairs (default: their positions).
+
+    Returns:
+        A :class:`PairedTest` with arrays of shape (M,) ((1,) for 1-d inputs).
+
+    Raises:
+        ConfigError: n_bootstrap < 1 or confidence outside (0, 1).
+        ValueError: shapes differ or values are not finite.
+
+    """
+    check_settings(n_bootstrap=n_bootstrap, confidence=confidence)
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    if b.ndim == 1 and c.ndim == 1:
+        b, c = b[:, None], c[:, None]
+    if b.shape != c.shape or b.ndim != 2:
+        raise ValueError(f"baseline {b.shape} and candidate {c.shape} must have one shape (n, M)")
+    if not (np.isfinite(b).all() and np.isfinite(c).all()):
+        raise ValueError("scores must be finite")
+    return paired_resampling(b, c, [Estimate((q,)) for q in range(b.shape[1])],
+                             n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+                             hashes=hashes)
+
+
+def is_alarm(delta: float, ci_low: float, ci_high: float, *, band: float) -> bool:
+    """Apply the alarm rule: the interval excludes 0 and ``|delta| > band``, either way.
+
+    Args:
+        delta: the change, candidate - baseline, in the measure's units.
+        ci_low: lower end of its interval (NaN: no interval, no alarm).
+        ci_high: upper end.
+        band: the tolerated absolute change, >= 0, in the measure's units.
+
+    """
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
+        return False
+    return bool((ci_low > 0.0 or ci_high < 0.0) and abs(delta) > band)
+
+
+def is_missing(n_paired: int, n_baseline_only: int, *, max_missing: float) -> bool:
+    """The missing-examples alarm: examples of the baseline absent from the candidate.
+
+    Args:
+        n_paired: examples in both runs (in a group, or overall).
+        n_baseline_only: examples of the baseline without a candidate.
+        max_missing: the tolerated fraction of the baseline's examples, in [0, 1].
+
+    Returns:
+        True when the baseline has examples here and none is paired (a whole group is
+        gone), or when more than ``max_missing`` of them are missing.
+
+    """
+    n_base = n_paired + n_baseline_only
+    if n_base == 0:
+        return False
+    return n_paired == 0 or n_baseline_only > max_missing * n_base
+
+
+__all__ = ["DEFAULT_BAND", "DEFAULT_CONFIDENCE", "DEFAULT_MAX_MISSING", "DEFAULT_N_BOOTSTRAP",
+           "DEFAULT_SEED", "INTERVAL_METHOD", "MDE_METHOD", "POWER", "TEST_METHOD",
+           "PairedTest", "bootstrap_mean_differences", "check_settings", "is_alarm",
+           "is_missing", "paired_resampling", "paired_test"]

@@ -1,0 +1,483 @@
+"""Means, corpus scores from summed statistics, and seeded resampling (``score`` and ``compare``).
+
+Every estimate here is a function of **column sums** of a per-example matrix: the mean of a
+measure is ``sum(x) / n``; a corpus score (BLEU, chrF) is ``f(sum of each statistic)``, as in
+sacrebleu, where per-segment statistics are summed and the score is computed once.
+
+**Resampling** gives each example a random integer weight and recomputes the estimates from
+the weighted column sums:
+
+- *Poisson bootstrap* (``weights="poisson"``): weights are independent Poisson(1) draws, the
+  large-n equivalent of drawing n examples with replacement (Hanley & MacGibbon 2006,
+  "Creating non-parametric bootstrap samples using Poisson frequencies", Computer Methods and
+  Programs in Biomedicine 83; Chamandy et al. 2012, "Estimating uncertainty for massive data
+  streams", Google). A mean is ``sum(w x) / sum(w)``; a corpus score ``f(sum(w s))``. A
+  resample whose weights are all 0 (probability ``e**-n``) has no value (NaN) and is left out
+  of the interval.
+- *Random relabelling* (``weights="flip"``): weights are independent fair 0/1 draws, for
+  paired approximate randomization tests.
+
+Random numbers are counter-based, so any example's weights can be drawn alone, in any order,
+on any worker: example i has a 64-bit key ``k_i`` (a hash of its id: see
+:func:`stream_keys`), and its weights for resamples ``4j .. 4j+3`` come from the four 16-bit
+lanes ``u`` of ``word(i, j) = mix64(k_i + (j + 1) * 0x9E3779B97F4A7C15)`` (SplitMix64: Steele,
+Lea & Flood 2014, "Fast splittable pseudorandom number generators", OOPSLA), lane ``l``
+holding bits ``16l .. 16l+15``. A Poisson weight is ``#{m : u >= T_m}`` for the thresholds
+``T_m = round(65536 * P(Poisson(1) <= m))``, m = 0..7 (so probabilities are exact to 2**-16 and
+weights stop at 8; P(Poisson(1) > 8) is 1e-6); a flip is ``u >= 32768``.
+
+**Exact sums.** Before resampling, each column is rounded to the grid ``2**-s`` with ``s``
+the largest integer such that ``max_weight * n * max|x| < 2**52 * 2**-s`` (:func:`to_grid`);
+every partial sum of weighted values is then a multiple of ``2**-s`` below ``2**53 * 2**-s``,
+i.e. exactly representable, so the sums are exact whatever the order of the rows, the
+blocking, the vector width or the thread that computes them. For scores in [0, 1] and
+1,000,000 examples the grid is ``2**-29`` (about 1.9e-9); integer statistics stay exact. A
+resampled value therefore agrees with a floating-point computation to about that grid, and
+the same seed gives bit-identical intervals wherever and in whatever order the work is done.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+# summed statistics, float64 (R, S) -> scores (R,); the same as metrics.base.CorpusScore
+CorpusScore = Callable[[np.ndarray], np.ndarray]
+
+WEIGHTS = ("poisson", "flip")
+BOOTSTRAP_METHOD = "poisson"
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_STREAM = {"poisson": 0x5DEECE66D1CE4E5B, "flip": 0x2545F4914F6CDD1D}
+_BLOCK = 1024
+_LANES = 4
+
+
+def _thresholds(weights: str) -> np.ndarray:
+    if weights == "flip":
+        return np.array([32768] + [65536] * 7, dtype=np.int64)
+    cdf, out = 0.0, []
+    for m in range(8):
+        cdf += math.exp(-1.0) / math.factorial(m)
+        out.append(min(65536, round(cdf * 65536)))
+    return np.array(out, dtype=np.int64)
+
+
+THRESHOLDS = {w: _thresholds(w) for w in WEIGHTS}
+MAX_WEIGHT = {"poisson": 8, "flip": 1}
+
+
+@njit(cache=True, nogil=True)
+def _mix64(x):  # pragma: no cover - compiled
+    # SplitMix64 finalizer (Steele, Lea & Flood 2014).
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _stream_keys(hashes, stream, out):  # pragma: no cover - compiled
+    for i in range(len(hashes)):
+        out[i] = _mix64(hashes[i] ^ stream)
+
+
+@njit(cache=True, nogil=True)
+def _draw(keys, b0, nb, word, th, flip, w, words, counts):  # pragma: no cover - compiled
+    # w (4, block): the weights of resamples 4*word .. 4*word+3 for examples b0 .. b0+nb-1.
+    # The words are drawn first, then their 16-bit lanes are compared as uint16 (16 to a
+    # vector), then spread to one row per lane.
+    c = np.uint64(word + 1) * np.uint64(0x9E3779B97F4A7C15)
+    for i in range(nb):
+        words[i] = _mix64(keys[b0 + i] + c)
+    lanes = words[:nb].view(np.uint16)  # little-endian: lane l of word i at 4 * i + l
+    if flip:
+        half = np.uint16(32768)
+        for j in range(4 * nb):
+            counts[j] = lanes[j] >= half
+    else:
+        t0, t1, t2, t3 = np.uint16(th[0]), np.uint16(th[1]), np.uint16(th[2]), np.uint16(th[3])
+        t4, t5, t6, t7 = np.uint16(th[4]), np.uint16(th[5]), np.uint16(th[6]), np.uint16(th[7])
+        for j in range(4 * nb):
+            u = lanes[j]
+            counts[j] = ((u >= t0) + (u >= t1) + (u >= t2) + (u >= t3)
+                         + (u >= t4) + (u >= t5) + (u >= t6) + (u >= t7))
+    for i in range(nb):
+        for lane in range(4):
+            w[lane, i] = counts[4 * i + lane]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _tile4x4(w, xt, b0, nb, q0, acc, r0):  # pragma: no cover - compiled
+    # acc[q0 + a, r0 + b] += sum_i w[b, i] * xt[q0 + a, b0 + i]: 16 exact sums in registers
+    # (fastmath lets the loop vectorise; the sums are exact, so their order does not matter)
+    s00 = s01 = s02 = s03 = 0.0
+    s10 = s11 = s12 = s13 = 0.0
+    s20 = s21 = s22 = s23 = 0.0
+    s30 = s31 = s32 = s33 = 0.0
+    w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+    x0 = xt[q0, b0:b0 + nb]
+    x1 = xt[q0 + 1, b0:b0 + nb]
+    x2 = xt[q0 + 2, b0:b0 + nb]
+    x3 = xt[q0 + 3, b0:b0 + nb]
+    for i in range(nb):
+        a, b, c, d = w0[i], w1[i], w2[i], w3[i]
+        e, f, g, h = x0[i], x1[i], x2[i], x3[i]
+        s00 += a * e
+        s01 += b * e
+        s02 += c * e
+        s03 += d * e
+        s10 += a * f
+        s11 += b * f
+        s12 += c * f
+        s13 += d * f
+        s20 += a * g
+        s21 += b * g
+        s22 += c * g
+        s23 += d * g
+        s30 += a * h
+        s31 += b * h
+        s32 += c * h
+        s33 += d * h
+    acc[q0, r0] += s00
+    acc[q0, r0 + 1] += s01
+    acc[q0, r0 + 2] += s02
+    acc[q0, r0 + 3] += s03
+    acc[q0 + 1, r0] += s10
+    acc[q0 + 1, r0 + 1] += s11
+    acc[q0 + 1, r0 + 2] += s12
+    acc[q0 + 1, r0 + 3] += s13
+    acc[q0 + 2, r0] += s20
+    acc[q0 + 2, r0 + 1] += s21
+    acc[q0 + 2, r0 + 2] += s22
+    acc[q0 + 2, r0 + 3] += s23
+    acc[q0 + 3, r0] += s30
+    acc[q0 + 3, r0 + 1] += s31
+    acc[q0 + 3, r0 + 2] += s32
+    acc[q0 + 3, r0 + 3] += s33
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _tile4x1(w, xt, b0, nb, q, acc, r0):  # pragma: no cover - compiled
+    s0 = s1 = s2 = s3 = 0.0
+    w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+    x = xt[q, b0:b0 + nb]
+    for i in range(nb):
+        e = x[i]
+        s0 += w0[i] * e
+        s1 += w1[i] * e
+        s2 += w2[i] * e
+        s3 += w3[i] * e
+    acc[q, r0] += s0
+    acc[q, r0 + 1] += s1
+    acc[q, r0 + 2] += s2
+    acc[q, r0 + 3] += s3
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _totals(w, nb, tot, r0):  # pragma: no cover - compiled
+    for lane in range(4):
+        s = 0.0
+        for i in range(nb):
+            s += w[lane, i]
+        tot[r0 + lane] += s
+
+
+@njit(cache=True, nogil=True)
+def _weighted_sums(xt, keys, first_word, n_words, th, flip, acc, tot):  # pragma: no cover
+    # xt (k, n) on the exact grid; acc (k, 4 * n_words) and tot (4 * n_words,) zeroed.
+    k, n = xt.shape
+    w = np.empty((4, 1024))
+    words = np.empty(1024, dtype=np.uint64)
+    counts = np.empty(4 * 1024, dtype=np.uint8)
+    for b0 in range(0, n, 1024):
+        nb = min(1024, n - b0)
+        for j in range(n_words):
+            _draw(keys, b0, nb, first_word + j, th, flip, w, words, counts)
+            r0 = 4 * j
+            _totals(w, nb, tot, r0)
+            q = 0
+            while q + 4 <= k:
+                _tile4x4(w, xt, b0, nb, q, acc, r0)
+                q += 4
+            while q < k:
+                _tile4x1(w, xt, b0, nb, q, acc, r0)
+                q += 1
+
+
+def stream_keys(hashes: np.ndarray, *, seed: int, weights: str) -> np.ndarray:
+    """Per-example keys of the random streams: ``mix64(hash ^ mix64(seed ^ C_weights))``.
+
+    Args:
+        hashes: uint64 (n,), a stable hash of each example's identity (e.g.
+            :func:`pipeline.io.partition.hash_ids` of the ids); equal hashes share weights.
+        seed: the seed, an integer in [0, 2**64).
+        weights: ``poisson`` or ``flip`` (independent streams for the same seed).
+
+    Returns:
+        uint64 (n,).
+
+    Raises:
+        ValueError: seed out of range or unknown weights.
+
+    """
+    if weights not in _STREAM:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if not 0 <= int(seed) < 1 << 64:
+        raise ValueError(f"the seed must be in [0, 2**64), got {seed}")
+    stream = _mix64(np.uint64(int(seed) ^ _STREAM[weights]))
+    out = np.empty(len(hashes), dtype=np.uint64)
+    _stream_keys(np.ascontiguousarray(hashes, dtype=np.uint64), np.uint64(stream), out)
+    return out
+
+
+def position_hashes(n: int) -> np.ndarray:
+    """Hashes of row positions 0..n-1 (keys for examples identified by their position)."""
+    out = np.empty(n, dtype=np.uint64)
+    _stream_keys(np.arange(n, dtype=np.uint64), np.uint64(0), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _column_max_abs(values, out):  # pragma: no cover - compiled
+    n, k = values.shape
+    for i in range(n):
+        for q in range(k):
+            a = abs(values[i, q])
+            if a > out[q]:
+                out[q] = a
+
+
+@njit(cache=True, nogil=True)
+def _round_transposed(values, scales, out):  # pragma: no cover - compiled
+    # out[q, i] = rint(values[i, q] * 2**s_q) / 2**s_q: exact scalings, one rounding
+    n, k = values.shape
+    for i in range(n):
+        for q in range(k):
+            out[q, i] = np.rint(values[i, q] * scales[q]) / scales[q]
+
+
+def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
+    """Round each column to its exact-summation grid, transposed for the resampling kernel.
+
+    Column q is rounded (to nearest, ties to even) to multiples of ``2**-s_q``, the largest
+    ``s_q`` with ``max_weight * n * max|x_q| <= 2**(52 - s_q)``: every weighted partial sum is
+    then exact in float64. Integers stay exact while ``s_q >= 0`` (up to 2**52 in total).
+
+    Args:
+        values: float64 (n, k), finite.
+        max_weight: the largest weight a resample gives one example (8 Poisson, 1 flip).
+
+    Returns:
+        float64 (k, n), C-contiguous.
+
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n, k = values.shape
+    top = np.zeros(k)
+    _column_max_abs(values, top)
+    scales = np.ones(k)
+    for q in range(k):
+        if top[q] > 0.0:
+            s = 52 - math.ceil(math.log2(max_weight * n * float(top[q])))
+            scales[q] = 2.0 ** min(s, 1000)
+    out = np.empty((k, n))
+    _round_transposed(values, scales, out)
+    return out
+
+
+def resample_sums(grid: np.ndarray, keys: np.ndarray, *, weights: str, first: int, count: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted column sums of ``count`` resamples (the compiled kernel; releases the GIL).
+
+    Args:
+        grid: float64 (k, n) from :func:`to_grid` (with this ``weights``' maximum weight).
+        keys: uint64 (n,) from :func:`stream_keys`.
+        weights: ``poisson`` or ``flip``.
+        first: index of the first resample, a multiple of 4 (resample r uses lane r % 4 of
+            word r // 4, so any range can be computed alone).
+        count: resamples, >= 0.
+
+    Returns:
+        ``(sums, totals)``: float64 (count, k) weighted column sums and float64 (count,)
+        sums of the weights, both exact.
+
+    """
+    if first % _LANES:
+        raise ValueError(f"first must be a multiple of {_LANES}, got {first}")
+    k = grid.shape[0]
+    n_words = -(-count // _LANES)
+    acc = np.zeros((k, n_words * _LANES))
+    tot = np.zeros(n_words * _LANES)
+    if n_words and grid.shape[1]:
+        _weighted_sums(grid, keys, first // _LANES, n_words, THRESHOLDS[weights],
+                       weights == "flip", acc, tot)
+    return np.ascontiguousarray(acc[:, :count].T), tot[:count]
+
+
+def _thread_ranges(count: int, threads: int) -> list[tuple[int, int]]:
+    words = -(-count // _LANES)
+    per = -(-words // max(1, threads))
+    out = []
+    for w0 in range(0, words, max(per, 1)):
+        start = w0 * _LANES
+        out.append((start, min(count, (w0 + per) * _LANES) - start))
+    return out
+
+
+def resample_sums_threaded(grid: np.ndarray, keys: np.ndarray, *, weights: str, first: int,
+                           count: int, threads: int | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`resample_sums` split over threads by resample ranges (same result, exactly).
+
+    Args:
+        grid: float64 (k, n), as :func:`resample_sums`.
+        keys: uint64 (n,), as :func:`resample_sums`.
+        weights: ``poisson`` or ``flip``.
+        first: the first resample, a multiple of 4.
+        count: resamples, >= 0.
+        threads: threads to use (default: the CPUs this process may use).
+
+    """
+    if threads is None:
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+    ranges = _thread_ranges(count, threads)
+    if len(ranges) <= 1:
+        return resample_sums(grid, keys, weights=weights, first=first, count=count)
+    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        parts = list(pool.map(lambda rc: resample_sums(grid, keys, weights=weights,
+                                                       first=first + rc[0], count=rc[1]),
+                              ranges))
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """How one reported value is computed from column sums.
+
+    Attributes:
+        columns: the matrix columns it reads: one for a mean, the statistics (in the
+            corpus function's order) for a corpus score.
+        corpus: the corpus function (summed statistics (R, S) -> (R,)); None for the mean of
+            the single column.
+
+    """
+
+    columns: tuple[int, ...]
+    corpus: CorpusScore | None = None
+
+
+def evaluate(estimates: Sequence[Estimate], sums: np.ndarray, totals: np.ndarray
+             ) -> np.ndarray:
+    """Estimates from weighted column sums.
+
+    Args:
+        estimates: M estimates.
+        sums: float64 (R, k) weighted column sums.
+        totals: float64 (R,) sums of the weights; rows with total 0 give NaN.
+
+    Returns:
+        float64 (R, M).
+
+    """
+    out = np.empty((sums.shape[0], len(estimates)))
+    empty = totals <= 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for m, e in enumerate(estimates):
+            if e.corpus is None:
+                out[:, m] = sums[:, e.columns[0]] / totals
+            else:
+                out[:, m] = np.asarray(e.corpus(sums[:, list(e.columns)]), dtype=np.float64)
+    out[empty] = np.nan
+    return out
+
+
+def exact_mean(values: np.ndarray) -> float:
+    """Return ``math.fsum(values) / len(values)``: the mean from a correctly rounded sum.
+
+    Args:
+        values: float64 array of shape (n,), n >= 1.
+
+    """
+    return math.fsum(values.tolist()) / len(values)
+
+
+def exact_sums(values: np.ndarray) -> np.ndarray:
+    """Correctly rounded column sums (``math.fsum``) of a float64 (n, k) matrix -> (k,)."""
+    return np.array([math.fsum(values[:, q].tolist()) for q in range(values.shape[1])])
+
+
+def point_estimates(values: np.ndarray, estimates: Sequence[Estimate]) -> np.ndarray:
+    """Estimates over all rows: exact means, and corpus scores of the exact column sums.
+
+    Args:
+        values: float64 (n, k), n >= 1.
+        estimates: M estimates.
+
+    Returns:
+        float64 (M,).
+
+    """
+    used = sorted({c for e in estimates for c in e.columns})
+    sums = np.zeros((1, values.shape[1]))
+    sums[0, used] = exact_sums(values[:, used])
+    return evaluate(estimates, sums, np.array([float(values.shape[0])]))[0]
+
+
+def bootstrap(values: np.ndarray, hashes: np.ndarray, estimates: Sequence[Estimate], *,
+              n_bootstrap: int, seed: int, threads: int | None = None) -> np.ndarray:
+    """Poisson-bootstrap replicates of every estimate over one set of examples.
+
+    Args:
+        values: float64 (n, k), finite.
+        hashes: uint64 (n,), the examples' identity hashes (see :func:`stream_keys`).
+        estimates: M estimates over the columns of ``values``.
+        n_bootstrap: resamples, >= 0.
+        seed: the seed.
+        threads: threads (default: every CPU this process may use).
+
+    Returns:
+        float64 (n_bootstrap, M); NaN in a resample whose weights are all 0.
+
+    """
+    keys = stream_keys(hashes, seed=seed, weights="poisson")
+    grid = to_grid(values, max_weight=MAX_WEIGHT["poisson"])
+    sums, totals = resample_sums_threaded(grid, keys, weights="poisson", first=0,
+                                          count=n_bootstrap, threads=threads)
+    return evaluate(estimates, sums, totals)
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval (Efron & Tibshirani 1993, ch. 13) of each column, NaNs left out.
+
+    Args:
+        replicates: float64 (R, M).
+        confidence: level in (0, 1).
+
+    Returns:
+        ``(low, high)``, float64 (M,) each: the ``(1 - confidence) / 2`` and
+        ``(1 + confidence) / 2`` quantiles (numpy's linear interpolation); NaN for a column
+        without a finite replicate.
+
+    """
+    alpha = 1.0 - confidence
+    low = np.full(replicates.shape[1], np.nan)
+    high = low.copy()
+    for m in range(replicates.shape[1]):
+        col = replicates[:, m]
+        col = col[~np.isnan(col)]
+        if len(col):
+            low[m], high[m] = np.quantile(col, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return low, high
+
+
+__all__ = ["BOOTSTRAP_METHOD", "MAX_WEIGHT", "THRESHOLDS", "WEIGHTS", "CorpusScore",
+           "Estimate", "bootstrap", "evaluate", "exact_mean", "exact_sums",
+           "percentile_interval", "point_estimates", "position_hashes", "resample_sums",
+           "resample_sums_threaded", "stream_keys", "to_grid"]
