@@ -94,6 +94,33 @@ def test_arrow_input_is_tokenized_like_python_strings():
     assert _count_one_line(pa.array(texts, pa.large_string())) == expected == 3
 
 
+def test_arrow_texts_without_separators_between_them_keep_every_token():
+    """One-letter texts back to back in an Arrow buffer hold one token per byte.
+
+    The Arrow path reads the buffer as it is (no separator between texts), so a batch can
+    hold up to one token per byte; a smaller token array was overrun (a segfault, or a lost
+    token) by exactly these batches.
+    """
+    import pyarrow as pa
+
+    from pipeline.scoring import Scorer
+    from pipeline.tokenizers import get_tokenizer, tokenize_batch
+
+    texts = ["x", "y", "x", "y", "z"] * 7
+    a = tokenize_batch(pa.array(texts), tokenizer=get_tokenizer("rouge-score"))
+    assert a.tokens.tolist() == [{"x": 0, "y": 1, "z": 2}[t] for t in texts]
+    scorer = Scorer()
+    preds, refs = ["x", "y", "a b"], [["x"], ["y"], ["b"]]
+    expected = scorer.score_batch(preds, refs).table
+    for p, r in ((pa.array(preds), pa.array(refs)),
+                 (pa.chunked_array([preds[:1], preds[1:]]),
+                  pa.chunked_array([refs[:1], refs[1:]])),
+                 (pa.array(["pad", *preds]).slice(1), pa.array([["pad"], *refs]).slice(1))):
+        got = scorer.score_batch(p, r).table
+        assert got.column("rouge1_fmeasure").to_pylist() == [1.0, 1.0, 2 / 3]
+        assert got.equals(expected)
+
+
 def test_the_re2_space_class_is_pythons():
     import re
 

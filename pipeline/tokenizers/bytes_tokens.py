@@ -171,7 +171,9 @@ def tokenize_bytes(buf, text_offsets, table):
     for q in range(buf.shape[0]):
         if buf[q] == _NEWLINE:
             n_lines += 1
-    ids = np.empty(buf.shape[0] // 2 + 1, dtype=np.int32)
+    # A text of L bytes holds at most (L + 1) // 2 tokens; texts need not be separated by
+    # a byte (an Arrow buffer is read as it is), hence the n_texts.
+    ids = np.empty((buf.shape[0] + n_texts) // 2 + 1, dtype=np.int32)
     line_offsets = np.empty(n_lines + 1, dtype=np.int64)
     text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
     slots = _empty_slots(1 << 12)
