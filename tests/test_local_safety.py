@@ -46,7 +46,7 @@ def _start(tmp_path: Path, short_tmp: Path, *, delay_s: float
     env.pop("RAY_ADDRESS", None)
     cmd = [sys.executable, "-m", "pipeline.cli", "score", str(DATA / "predictions"),
            "--references", str(DATA / "references.parquet"), "--output",
-           str(tmp_path / "out"), "--bootstrap", "0"]
+           str(tmp_path / "out"), "--bootstrap", "0", "--engine", "ray"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT), env
 
