@@ -45,9 +45,6 @@ import pyarrow as pa
 
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.metrics.batch import score_pairs
-from pipeline.metrics.skipgram import skip_bigram_pairs
-from pipeline.metrics.wlcs import summary_lcs_pairs
 from pipeline.tokenizers.rouge155 import TextOptions, tokenize_rouge155
 
 NAMES = ("rouge1", "rouge2", "rouge3", "rouge4", "rougeLsum", "rougeWsum", "rougeS4",
@@ -254,6 +251,12 @@ def _pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
         float64, shape (P, K, 4).
 
     """
+    # The kernels (numba) are imported when used, so that a ROUGE run, which builds every
+    # family's spec, never imports numba.
+    from pipeline.metrics.batch import score_pairs
+    from pipeline.metrics.skipgram import skip_bigram_pairs
+    from pipeline.metrics.wlcs import summary_lcs_pairs
+
     out = np.zeros((len(pair_pred), len(kinds), 4), dtype=np.float64)
     clip_lines = np.arange(len(batch.clip_offsets), dtype=np.int64)
     weight = float(options.wlcs_weight)
