@@ -47,8 +47,12 @@ def _start(tmp_path: Path, short_tmp: Path, *, delay_s: float
     cmd = [sys.executable, "-m", "pipeline.cli", "score", str(DATA / "predictions"),
            "--references", str(DATA / "references.parquet"), "--output",
            str(tmp_path / "out"), "--bootstrap", "0", "--engine", "ray"]
+    # A shell's background job inherits SIGINT ignored (and Python keeps it so): give the
+    # run the default disposition a user's terminal gives it.
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT), env
+                            text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+                            ), env
 
 
 def _wait_for_workers(proc: subprocess.Popen, timeout_s: float = 240.0) -> set[tuple]:
