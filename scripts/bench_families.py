@@ -6,8 +6,8 @@ machine load hits both alike. Peers: sacrebleu's per-example loops (``sentence_b
 reused ``BLEU(effective_order=True).sentence_score``, ``sentence_chrf``,
 ``CHRF(word_order=2).sentence_score``), its corpus calls (``corpus_bleu``, ``corpus_chrf``),
 and the official SQuAD v1.1 loop (``metric_max_over_ground_truths`` of ``f1_score`` and
-``exact_match_score``, transcribed below). Every row checks that both sides return the same
-values (max absolute difference; "identical" means bit-equal).
+``exact_match_score``, transcribed in tests/squad_official.py). Every row checks that both
+sides return the same values (max absolute difference; "identical" means bit-equal).
 
 Texts: the "short" shape (about 60 words, one reference) and "multiref" (60 words, four
 references) are resampled from real summaries (../shared/data when present, else the bundled
@@ -23,12 +23,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import statistics
-import string
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +33,8 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT))
+from tests.squad_official import official_em, official_f1, official_max  # noqa: E402
 
 
 def load_sentences() -> list[str]:
@@ -82,41 +81,6 @@ def squad_corpus(n: int, sents: list[str]):
         refs = [[" ".join(s.split()[1:5]), " ".join(s.split()[:3])] for s in sents[:700]]
     k = -(-n // len(preds))
     return (preds * k)[:n], (refs * k)[:n]
-
-
-# The official SQuAD v1.1 evaluation (evaluate-v1.1.py), transcribed.
-def normalize_answer(s):
-    def remove_articles(text):
-        return re.sub(r"\b(a|an|the)\b", " ", text)
-
-    def white_space_fix(text):
-        return " ".join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return "".join(ch for ch in text if ch not in exclude)
-
-    return white_space_fix(remove_articles(remove_punc(s.lower())))
-
-
-def f1_score(prediction, ground_truth):
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
-    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    return (2 * precision * recall) / (precision + recall)
-
-
-def exact_match_score(prediction, ground_truth):
-    return normalize_answer(prediction) == normalize_answer(ground_truth)
-
-
-def metric_max_over_ground_truths(metric_fn, prediction, ground_truths):
-    return max(metric_fn(prediction, gt) for gt in ground_truths)
 
 
 def streams(refs):
@@ -185,8 +149,8 @@ def cases(n: int, sents: list[str]):
     preds, refs = squad_corpus(n, sents)
 
     def official(p=preds, r=refs):
-        return np.array([[metric_max_over_ground_truths(f1_score, a, b),
-                          metric_max_over_ground_truths(exact_match_score, a, b)]
+        return np.array([[official_max(official_f1, a, b),
+                          official_max(official_em, a, b)]
                          for a, b in zip(p, r, strict=True)], dtype=np.float64)
 
     def ours(p=preds, r=refs):
