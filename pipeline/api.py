@@ -193,13 +193,15 @@ def score(
             agg = aggregate_examples(cfg, runner,
                                      [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts])
             seconds["aggregate"] = time.perf_counter() - t
-        finally:
-            if defer_engine_stop:
-                atexit.register(runner.close)
-            else:
-                t = time.perf_counter()
-                runner.close()
-                seconds["engine_stop"] = time.perf_counter() - t
+        except BaseException:
+            runner.close()  # now: an interrupted or failed run leaves nothing running
+            raise
+        if defer_engine_stop:
+            atexit.register(runner.close)
+        else:
+            t = time.perf_counter()
+            runner.close()
+            seconds["engine_stop"] = time.perf_counter() - t
         t = time.perf_counter()
         signature = str(ran.signature)
         agg_size = write_parquet(agg, out.staged(AGGREGATE_FILE),

@@ -314,7 +314,14 @@ class RayRunner:
                                  hint=f"after {MAX_RETRIES} retries") from None
 
     def cancel(self, handles: Sequence[Any]) -> None:
-        """Cancel unfinished tasks (best effort)."""
+        """Cancel unfinished tasks on a cluster (best effort).
+
+        A local instance is stopped right after instead, which stops its tasks: cancelling
+        there raced with tasks finishing and tripped a check inside Ray
+        (``task_manager.cc``: ``it != submissible_tasks_.end()``), exiting the driver with 1.
+        """
+        if self._local is not None:
+            return
         for ref in handles:
             try:
                 self._ray.cancel(ref)
