@@ -176,7 +176,7 @@ def test_output_exists_error_from_the_library(tmp_path):
 
 
 def test_overall_interval_does_not_depend_on_grouping_or_partitioning(tmp_path):
-    """Rows are resampled in id order: grouping, partition size and engine leave the
+    """Weights are keyed by id and sums are exact: grouping, partition size and engine leave the
     overall interval unchanged (same seed, same signature, same interval)."""
     def overall(name, *extra):
         assert _run(tmp_path, name, "--metrics", "rouge1", *extra)[0] == 0

@@ -218,7 +218,7 @@ def test_bootstrap_spread_over_ray_workers_gives_the_same_intervals(ray_run, mon
     out, _, _ = ray_run
     files = [locate(str(p)) for p in sorted((out / "examples").iterdir())]
     cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rougeL", "fmeasure", 0.3),))
-    monkeypatch.setattr(engine_run, "DISTRIBUTE_MIN_DRAWS", 0)
+    monkeypatch.setattr(engine_run, "spreads_bootstrap", lambda runner, draws: True)
     runner = RayRunner()  # reuses the session's instance
     try:
         spread = engine_run.aggregate_examples(cfg, runner, files)

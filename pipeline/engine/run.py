@@ -1,7 +1,8 @@
 """The order of work of a scoring run, written once for every engine.
 
-split (every unit, hash-partitioned by id) -> check (every partition: join, problems,
-reference counts) -> the signature is fixed -> score (every partition: join, score, write
+split (every unit read once, hash-partitioned by id) -> check (every partition: join,
+problems, reference counts; the joined partition stays in the engine's store) -> the
+signature is fixed -> score (every partition: score the joined table, write
 ``examples/part-*.parquet`` into the staging directory). The driver only ever holds handles,
 counts and file names: no text passes through it.
 
@@ -12,6 +13,7 @@ done, no input is read at all.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
@@ -35,6 +36,7 @@ from pipeline.engine.tasks import (
     ScoringSettings,
     check_partition,
     read_unit,
+    score_joined,
     score_partition,
     split_unit,
 )
@@ -49,10 +51,12 @@ if TYPE_CHECKING:  # the aggregate (and its compiled bootstrap) is imported when
 
 # progress(stage, done, total): stage is "check" or "score"; done/total count partitions.
 Progress = Callable[[str, int, int], None]
-# Below this many resample draws (examples x resamples x levels) the bootstrap runs on the
-# driver: spreading it costs more than it saves (measured: 100k rows x 1000 resamples take
-# ~1.3 s on the driver; 1M rows ~14 s, half that over 2 workers). Same result either way.
-DISTRIBUTE_MIN_DRAWS = 200_000_000
+# The bootstrap runs in threads of the driver unless the Ray cluster has more CPUs than the
+# driver's machine and it has at least this many resample draws (examples x resamples x
+# levels): the compiled kernel draws about 10^9 weights a second per core (1M examples x
+# 1,000 resamples x 12 measures: 1.4 s on this project's 2-core machine), so below that
+# shipping the matrix to workers costs more than it saves. Same result either way.
+DISTRIBUTE_MIN_DRAWS = 2_000_000_000
 # The engine "auto" runs inputs of at least this many prediction rows on a local Ray, smaller
 # ones in-process (see README, "Engines": measured break-even on a 2-core machine).
 AUTO_RAY_MIN_ROWS = 200_000
@@ -157,12 +161,20 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
         del pred_pieces, ref_pieces
 
     def release(i: int) -> None:
-        pieces[todo[i]] = None
+        pieces[todo[i]] = joined[todo[i]] = None
 
+    # Each partition's joined table, from its check: scored without joining again.
+    joined: list[Any | None] = [None] * n
     if checks_saved is None:
+        submitted = [runner.submit(check_partition, spec, b, n_pred, *(pieces[b] or []),
+                                   num_returns=2) for b in range(n)]
+
+        def checked(b: int) -> None:  # its pieces are in the joined table now
+            joined[b], pieces[b] = submitted[b][1], None
+
         checks: list[PartitionCheck] = _collect(
-            runner, [runner.submit(check_partition, spec, b, n_pred, *(pieces[b] or []))
-                     for b in range(n)], "check", progress)
+            runner, [h[0] for h in submitted], "check", progress, on_done=checked)
+        del submitted
         problems = Problems()
         for c in checks:
             problems.merge(c.problems)
@@ -198,7 +210,9 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
             progress(stage, n - len(todo) + k, n)
 
     scored: list[PartitionResult] = _collect(runner, [
-        runner.submit(score_partition, spec, settings, t, *(pieces[t.index] or []))
+        runner.submit(score_joined, spec, settings, t, joined[t.index])
+        if joined[t.index] is not None
+        else runner.submit(score_partition, spec, settings, t, *(pieces[t.index] or []))
         for t in tasks], "score", score_progress, on_done=release)
     done.update((p.index, p) for p in scored)
     parts = [done[b] for b in range(n)]
@@ -255,16 +269,27 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
     numeric = read_columns(example_files, [config.id_column, *config.group_by,
                                            *value_columns(config.metrics, config.thresholds,
                                                           config.to_dict())])
-    # Resample rows in id order, so that intervals do not depend on how the run was
-    # partitioned (partition_rows, engine) or on the order of the input files.
-    numeric = numeric.take(pc.sort_indices(numeric, [(config.id_column, "ascending")]))
+    # No sort needed: each example's resampling weights are keyed by the hash of its id and
+    # the weighted sums are exact (see pipeline.stats), so the intervals do not depend on
+    # the row order (partition_rows, engine, order of the input files).
     draws = numeric.num_rows * config.bootstrap * (2 if config.group_by else 1)
-    distribute = runner.name != "local" and draws >= DISTRIBUTE_MIN_DRAWS
+    distribute = spreads_bootstrap(runner, draws)
     return aggregate(numeric, metrics=config.metrics, group_by=config.group_by,
                      thresholds=config.thresholds, n_bootstrap=config.bootstrap,
                      confidence=config.confidence, seed=config.seed,
                      map_chunks=chunk_mapper(runner) if distribute else None,
                      id_column=config.id_column, options=config.to_dict())
+
+
+def spreads_bootstrap(runner: Runner, draws: int) -> bool:
+    """Whether the bootstrap runs as tasks on ``runner`` rather than in the driver's threads.
+
+    Only on a Ray cluster with more CPUs than the driver's machine, and for at least
+    :data:`DISTRIBUTE_MIN_DRAWS` draws; a local Ray shares the driver's cores.
+    """
+    if runner.name == "local" or draws < DISTRIBUTE_MIN_DRAWS:
+        return False
+    return int(runner.describe().get("num_cpus") or 0) > (os.cpu_count() or 1)
 
 
 def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:

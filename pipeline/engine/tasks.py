@@ -4,8 +4,10 @@
    partition (hash of the id); :func:`read_unit` when there is a single partition.
 2. :func:`check_partition`: join one partition's predictions and references by id and
    report problems (missing, duplicate or empty references) and reference counts, without
-   scoring. The driver fails the run here, before any expensive work, if anything is wrong.
-3. :func:`score_partition`: join again, score, and write ``examples/part-*.parquet``.
+   scoring; it also returns the joined partition, so that the text is joined once. The
+   driver fails the run here, before any expensive work, if anything is wrong.
+3. :func:`score_joined`: score a checked partition and write ``examples/part-*.parquet``
+   (:func:`score_partition` joins the pieces first: a resumed run whose check was saved).
 
 They take and return plain data (Arrow tables, dataclasses), never touch Ray, and keep the
 expensive state (the :class:`~pipeline.scoring.Scorer`) once per worker process.
@@ -265,7 +267,9 @@ def split_unit(spec: InputSpec, unit: Unit, n_partitions: int) -> list[pa.Table]
 
 
 @dataclass
-class _Joined:
+class Joined:
+    """One partition joined: predictions in input order, each with its references."""
+
     predictions: pa.Table
     references: pa.Array  # large_list<large_string>, aligned with predictions
     problems: Problems
@@ -278,7 +282,7 @@ def _concat(pieces: Sequence[pa.Table]) -> pa.Table:
 
 
 def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence[pa.Table]
-          ) -> _Joined:
+          ) -> Joined:
     """Gather one partition: predictions in input order, each with its list of references.
 
     Ids on one side only and empty reference lists are problems, or are left out (counted
@@ -355,7 +359,7 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
     if not problems.counts and pc.any(drop).as_py():
         keep = pc.invert(drop)
         preds, refs = preds.filter(keep), refs.filter(keep)
-    return _Joined(preds, refs, problems, skipped, n_added)
+    return Joined(preds, refs, problems, skipped, n_added)
 
 
 def _rows_without_prediction(preds: pa.Table, spec: InputSpec, ids: pa.Array) -> pa.Table:
@@ -370,7 +374,7 @@ def _unique(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
-                    *pieces: pa.Table) -> PartitionCheck:
+                    *pieces: pa.Table) -> tuple[PartitionCheck, Joined | None]:
     """Join one partition and report its problems and reference counts, without scoring.
 
     Args:
@@ -379,21 +383,46 @@ def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
         n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
         pieces: this partition's table from every prediction unit, then every reference unit.
 
+    Returns:
+        The check, and the joined partition for :func:`score_joined` (None when the
+        partition has problems: it will not be scored).
+
     """
     start = time.perf_counter()
     joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
     lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
-    return PartitionCheck(
+    check = PartitionCheck(
         index=index, n_examples=len(lengths),
         min_references=int(lengths.min()) if len(lengths) else 0,
         max_references=int(lengths.max()) if len(lengths) else 0,
         problems=joined.problems, seconds=time.perf_counter() - start,
         skipped=joined.skipped)
+    return check, (None if joined.problems.counts else joined)
 
 
 def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                     *pieces: pa.Table) -> PartitionResult:
-    """Join, score and write one partition's examples, then its completion marker.
+    """Join one partition's pieces, then :func:`score_joined` (a run whose check was saved).
+
+    Args:
+        spec: the resolved inputs.
+        settings: scoring settings.
+        task: the partition, where to write, how to label.
+        pieces: as in :func:`check_partition`.
+
+    Raises:
+        InputError: the partition has a problem (the check stage should have caught it).
+        ExecutionError: the storage refused a write (transient: Ray retries it).
+
+    """
+    start = time.perf_counter()
+    joined = _join(spec, pieces[:task.n_prediction_pieces], pieces[task.n_prediction_pieces:])
+    return score_joined(spec, settings, task, joined, started=start)
+
+
+def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
+                 joined: Joined, *, started: float | None = None) -> PartitionResult:
+    """Score and write one joined partition's examples, then its completion marker.
 
     Both files are written atomically (temporary name, rename), the marker last: a marker
     means its examples file is complete.
@@ -402,7 +431,8 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
         spec: the resolved inputs.
         settings: scoring settings.
         task: the partition, where to write, how to label.
-        pieces: as in :func:`check_partition`.
+        joined: the partition, from :func:`check_partition`.
+        started: when the task started (``time.perf_counter``), for ``seconds``.
 
     Returns:
         What was written; with ``settings.on_long_text == "error"`` and a text over
@@ -414,9 +444,8 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
         ExecutionError: the storage refused a write (transient: Ray retries it).
 
     """
-    start = time.perf_counter()
-    index, run_id, n_prediction_pieces = task.index, task.run_id, task.n_prediction_pieces
-    joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
+    start = time.perf_counter() if started is None else started
+    index, run_id = task.index, task.run_id
     err = joined.problems.error()
     if err is not None:
         raise err
