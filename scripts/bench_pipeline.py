@@ -3,6 +3,8 @@
     .venv/bin/python scripts/bench_pipeline.py                  # 5,000 rows, then 1M rows
     .venv/bin/python scripts/bench_pipeline.py --cold           # + first run after install
     .venv/bin/python scripts/bench_pipeline.py --rows 10000000  # one size (long: not in CI)
+    .venv/bin/python scripts/bench_pipeline.py --small-runs 0 --rows 1000000 --rows 10000000
+                                                                # 10M against 1M (scale)
 
 5,000 rows (the small case): the default command (engine auto: in-process at this size) and
 the baseline script, each run once to warm up (not timed: file cache, kernel cache), then
@@ -28,6 +30,10 @@ the tree sampled every 0.2 s):
 - overlap: `overlap score` with the default config (local Ray, bootstrap 1000), inline.
 - overlap --bootstrap 0: the same without intervals (the baseline computes none).
 - overlap rows: the default config on the separate references table (join by id).
+
+Above 2M rows (LARGE_ROWS) only the default config runs, on the inline layout written shard
+by shard; its rows/s is compared with the 1M-row default run of the same invocation, and its
+process tree with the 4 GB target.
 
 Per-example fmeasures of `overlap score` are checked against the baseline's (rouge-score-rs
 returns rouge-score's values, as we do).
@@ -61,6 +67,9 @@ SHARED = ROOT.parent / "shared" / "data"
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 N_PRED_SHARDS = 8
 N_REF_SHARDS = 5
+# Above this many rows only the default config runs (the baseline script would hold every
+# text as a Python string: about 3.6 GB per million rows), against the 1M-row figure.
+LARGE_ROWS = 2_000_000
 
 BASELINE = r"""
 import sys
@@ -154,13 +163,30 @@ def text_pool() -> tuple[list[str], list[str]]:
 
 
 def make_inputs(workdir: Path, n: int) -> dict[str, Path]:
-    """Write (once) the inline and rows layouts of n resampled examples."""
+    """Write (once) the inline and rows layouts of n resampled examples (above
+    LARGE_ROWS only the inline layout, shard by shard, to bound this script's memory)."""
     base = workdir / f"in-{n}"
     done = base / "_READY"
     paths = {"inline": base / "inline", "preds": base / "preds", "refs": base / "refs"}
     if done.exists():
         return paths
     preds, refs = text_pool()
+    if n > LARGE_ROWS:
+        rng = np.random.default_rng(n)
+        paths["inline"].mkdir(parents=True, exist_ok=True)
+        pool_p, pool_r = pa.array(preds), pa.array(refs)
+        for i, chunk in enumerate(np.array_split(np.arange(n), N_PRED_SHARDS)):
+            pick = pa.array(rng.integers(0, len(preds), size=len(chunk)))
+            m = len(chunk)
+            pq.write_table(pa.table({
+                "id": pa.array([f"ex{j:08d}" for j in chunk]),
+                "system": pa.array([f"system{j % 16:02d}" for j in chunk]),
+                "prediction": pool_p.take(pick),
+                "references": pa.ListArray.from_arrays(
+                    pa.array(np.arange(m + 1, dtype=np.int32)), pool_r.take(pick))}),
+                paths["inline"] / f"part-{i:04d}.parquet")
+        done.write_text("ok\n")
+        return paths
     rng = np.random.default_rng(n)
     pick = rng.integers(0, len(preds), size=n)
     ids = pa.array([f"ex{i:08d}" for i in range(n)])
@@ -319,6 +345,28 @@ def cold_case(work: Path, env: dict[str, str], runs: int = 3) -> dict:
             "warm_range": (min(warm), max(warm))}
 
 
+def engine_case(work: Path, overlap: str, env: dict[str, str], sizes: list[int]) -> list[dict]:
+    """The default config in-process and on a local Ray, in turn, at each size (auto's
+    threshold); one warm-up run of each first, not timed."""
+    out = []
+    for n in sizes:
+        paths = make_inputs(work, n)
+        cmds = {e: [overlap, "score", str(paths["inline"]), "--output",
+                    str(work / f"out-{n}" / f"engine-{e}"), "--overwrite", "--engine", e]
+                for e in ("local", "ray")}
+        (work / f"out-{n}").mkdir(exist_ok=True)
+        if not out:
+            for cmd in cmds.values():
+                run(cmd, env=env)
+        r = {"rows": n}
+        for e, cmd in cmds.items():
+            print(f"{n:>9,} rows  --engine {e} ...", file=sys.stderr, flush=True)
+            r[e] = run(cmd, env=env)["seconds"]
+        r["ray_start"] = manifest_seconds(work / f"out-{n}" / "engine-ray")["engine_start"]
+        out.append(r)
+    return out
+
+
 def check_agreement(baseline_out: Path, overlap_out: Path) -> str:
     base = pq.read_table(baseline_out)
     ours = pq.read_table(overlap_out / "examples")
@@ -339,6 +387,9 @@ def main() -> None:
                         help="also time the first run after a fresh pip install")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                           "overlap-bench"))
+    parser.add_argument("--engine-rows", type=int, action="append", default=[],
+                        help="also time the default config with --engine local and --engine "
+                        "ray at this many rows, in turn (repeatable; the auto threshold)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--with-ray-data", action="store_true",
                         help="also run the same job written with Ray Data (no aggregate)")
@@ -368,6 +419,8 @@ def main() -> None:
              [overlap, "score", str(paths["preds"]), "--references", str(paths["refs"]),
               "--output", str(out / "ovlj"), "--overwrite"]),
         ]
+        if n > LARGE_ROWS:
+            variants = variants[1:2]
         if args.with_ray_data:
             variants += [
                 ("Ray Data variant (no aggregate)",
@@ -388,10 +441,12 @@ def main() -> None:
                 r["stages"] = m
             results.append(r)
             loads.append(os.getloadavg()[0])
-        agreement = check_agreement(out / "base.parquet", out / "ovl")
-        next(r for r in results if r["rows"] == n and r["variant"].startswith(
-            "overlap score (default")).update(agreement=agreement)
+        if n <= LARGE_ROWS:
+            agreement = check_agreement(out / "base.parquet", out / "ovl")
+            next(r for r in results if r["rows"] == n and r["variant"].startswith(
+                "overlap score (default")).update(agreement=agreement)
 
+    engines = engine_case(work, overlap, env, args.engine_rows) if args.engine_rows else []
     loads.append(os.getloadavg()[0])
     print()
     print(f"machine: {os.cpu_count()} CPUs; 1-minute load average {min(loads):.1f}-"
@@ -421,10 +476,11 @@ def main() -> None:
     print("|---:|---|---:|---:|---:|---:|---:|---|" + "---:|" * len(STAGES))
     for n in sizes:
         rows = [r for r in results if r["rows"] == n]
-        base = rows[0]["rows_per_s"]
+        base = rows[0]["rows_per_s"] if n <= LARGE_ROWS else None
         for r in rows:
+            ratio = f"{r['rows_per_s'] / base:.2f}x" if base else "-"
             print(f"| {n:,} | {r['variant']} | {r['seconds']:.1f} | {r['rows_per_s']:,.0f} | "
-                  f"{r['rows_per_s'] / base:.2f}x | {r['driver_mb']:,.0f} | "
+                  f"{ratio} | {r['driver_mb']:,.0f} | "
                   f"{r['tree_mb']:,.0f} | {r.get('engine', '-')} {stage_cells(r)}|")
     print()
     for r in results:
@@ -436,6 +492,24 @@ def main() -> None:
         ratio = target[1]["rows_per_s"] / target[0]["rows_per_s"]
         print(f"target >= 2.50x the baseline's throughput at 1M rows (default config): "
               f"measured {ratio:.2f}x ({'met' if ratio >= 2.5 else 'NOT met'})")
+    if engines:
+        print()
+        print("| rows | in-process s | local Ray s (of which engine_start) | faster |")
+        print("|---:|---:|---:|---|")
+        for e in engines:
+            print(f"| {e['rows']:,} | {e['local']:.1f} | {e['ray']:.1f} ({e['ray_start']:.1f}) "
+                  f"| {'in-process' if e['local'] <= e['ray'] else 'Ray'} |")
+    default = {r["rows"]: r for r in results if r["variant"].startswith("overlap score (def")}
+    for n, r in default.items():
+        if n > LARGE_ROWS:
+            tree_ok = r["tree_mb"] < 4096
+            line = (f"target {n:,} rows: whole process tree under 4 GB: measured "
+                    f"{r['tree_mb']:,.0f} MB ({'met' if tree_ok else 'NOT met'})")
+            if 1_000_000 in default:
+                rel = r["rows_per_s"] / default[1_000_000]["rows_per_s"]
+                line += (f"; rows/s within 20% of the 1M-row run's: {rel:.2f}x "
+                         f"({'met' if rel >= 0.8 else 'NOT met'})")
+            print(line)
     if args.json:
         Path(args.json).write_text(json.dumps({"small": small, "cold": cold, "sizes": results},
                                               indent=2) + "\n")

@@ -1,7 +1,7 @@
 """The Ray engine: each task function runs as a Ray task.
 
 Intermediate tables stay in Ray's object store (spilled to disk under its temp dir when
-memory runs short).
+memory runs short: a local instance's store is capped at LOCAL_OBJECT_STORE_BYTES).
 
 A local instance is started quietly (no dashboard, no usage stats, logging at ERROR) and
 closed to the network: every Ray process listens on 127.0.0.1 only, and token
@@ -37,6 +37,11 @@ LOOPBACK_ADDRESS = "127.0.0.1"
 FALLBACK_ADDRESS = "127.0.0.2"
 _CLUSTERS_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 AUTH_TOKEN_FILE = "auth_token"
+# Object store of a local instance, bytes (Ray's default is 30% of the RAM): the run holds
+# every partition's joined text in it between the check and the score stage (about 1 GB per
+# million CNN/DM-length rows); beyond this, Ray spills objects to files under its temp dir
+# and reads them back, so the whole process tree stays within a few GB at any input size.
+LOCAL_OBJECT_STORE_BYTES = 2 << 30
 
 # Retries of a task before the run fails: after a lost worker or node (Ray's system
 # failures), or a transient error raised by the task itself.
@@ -128,6 +133,7 @@ class LocalRay:
         handlers = _signal_handlers()
         try:
             ray.init(num_cpus=self.num_cpus, include_dashboard=False,
+                     object_store_memory=LOCAL_OBJECT_STORE_BYTES,
                      logging_level=logging.ERROR, log_to_driver=False,
                      _temp_dir=self.temp_dir, _node_ip_address=self.node_ip_address)
         except BaseException as e:

@@ -258,7 +258,7 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
     """Read the examples' numeric (and group) columns and aggregate them.
 
     Text is never read. The bootstrap is spread over ``runner``'s workers when it is large
-    (see :data:`DISTRIBUTE_MIN_DRAWS`); the result does not depend on where it ran.
+    (see :func:`spreads_bootstrap`); the result does not depend on where it ran.
 
     Raises:
         InputError: no example.
