@@ -311,7 +311,9 @@ def tokenize_batch(
         table = tokenizer._byte_table
         split = _split_arrow_bytes(texts, table) if table is not None else None
         if split is not None:
-            return _tokenized(*split, texts, tokenizer=tokenizer, stemmer=stemmer)
+            ids, line_offsets, text_line_offsets, dictionary = split
+            return _tokenized(ids, line_offsets, text_line_offsets, dictionary, texts,
+                              tokenizer=tokenizer, stemmer=stemmer)
         texts = texts.to_pylist()
     if tokenizer._to_bytes is not None and tokenizer._byte_table is not None:
         ids, line_offsets, text_line_offsets, dictionary = _split_bytes(
