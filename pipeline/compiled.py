@@ -1,7 +1,8 @@
 """The compiled kernels, loaded without compiling: built ahead of time at install.
 
 The kernels are numba functions (:mod:`pipeline.metrics.batch`,
-:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`). ``pip install``
+:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`, the bootstrap's
+:mod:`pipeline.resampling`). ``pip install``
 compiles them once, with the explicit signatures in :data:`KERNELS`, into the extension module
 ``pipeline._kernels`` (numba's ahead-of-time compiler, see ``setup.py``). Loading that
 module takes about a millisecond and imports neither numba nor LLVM, where numba's own
@@ -67,10 +68,22 @@ KERNELS = (
            "void(int64[::1], uint8[::1], uint64[::1])", ("int64", "uint8", "uint64")),
     Kernel("hash_ints", "pipeline.io.hashing", "hash_ints",
            "void(uint64[::1], uint64[::1])", ("uint64", "uint64")),
+    Kernel("stream_keys", "pipeline.resampling", "stream_keys",
+           "void(uint64[::1], uint64[::1], uint64[::1])", ("uint64", "uint64", "uint64")),
+    Kernel("weighted_sums", "pipeline.resampling", "weighted_sums",
+           "void(float64[:,::1], uint64[::1], int64, int64, int64[::1], int64, "
+           "float64[:,::1], float64[::1])",
+           ("float64", "uint64", None, None, "int64", None, "float64", "float64")),
+    Kernel("column_max_abs", "pipeline.resampling", "column_max_abs",
+           "void(float64[:,::1], float64[::1])", ("float64", "float64")),
+    Kernel("round_transposed", "pipeline.resampling", "round_transposed",
+           "void(float64[:,::1], float64[::1], float64[:,::1])",
+           ("float64", "float64", "float64")),
 )
 # Modules whose source the kernels are compiled from (callees included).
 SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
-           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing")
+           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing",
+           "pipeline.resampling")
 
 
 def source_digest() -> int:
@@ -124,15 +137,24 @@ def compiled_ahead() -> bool:
 
 
 @functools.cache
-def kernel(name: str) -> Callable[..., Any]:
+def kernel(name: str, *, jit: bool = False) -> Callable[..., Any]:
     """Return the kernel ``name`` (see :data:`KERNELS`), its arguments normalized.
+
+    Args:
+        name: the kernel's exported name.
+        jit: numba's just-in-time build for this machine's CPU even when the ahead-of-time
+            module is there. That module is compiled for the generic CPU of the architecture
+            (so that it runs on every node); the JIT build may use wider vectors (the
+            bootstrap's kernel runs 2.5x faster with AVX2) but costs numba's import and a
+            load from its cache (about 0.6 s), or a compile (about 4 s) the first time:
+            worth it for long calls only.
 
     Raises:
         KeyError: no such kernel.
 
     """
     spec = next(k for k in KERNELS if k.name == name)
-    ext = _extension()
+    ext = None if jit else _extension()
     if ext is not None:
         return _normalize(spec, getattr(ext, name), writable=False)
     return _normalize(spec, getattr(importlib.import_module(spec.module), spec.function),
