@@ -43,8 +43,8 @@ class Kernel:
         module: the module defining the numba function.
         function: its name there.
         signature: numba signature string (arrays ``[::1]``: C-contiguous).
-        arguments: per argument, the numpy dtype it is converted to, or None for a scalar
-            (converted to a Python int).
+        arguments: per argument, the numpy dtype name of an array argument (converted to
+            it), or ``int`` / ``float`` for a scalar (converted to that Python type).
 
     """
 
@@ -52,14 +52,14 @@ class Kernel:
     module: str
     function: str
     signature: str
-    arguments: tuple[str | None, ...]
+    arguments: tuple[str | type, ...]
 
 
 KERNELS = (
     Kernel("score_pairs", "pipeline.metrics.batch", "score_pairs",
            "int64[:,:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
            "int64[::1], int64)",
-           ("int32", "int64", "int64", "int64", "int64", "int64", None)),
+           ("int32", "int64", "int64", "int64", "int64", "int64", int)),
     Kernel("tokenize_bytes", "pipeline.tokenizers.bytes_tokens", "tokenize_bytes",
            "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1]))"
            "(uint8[::1], int64[::1], uint8[::1])",
@@ -73,17 +73,39 @@ KERNELS = (
     Kernel("weighted_sums", "pipeline.resampling", "weighted_sums",
            "void(float64[:,::1], uint64[::1], int64, int64, int64[::1], int64, "
            "float64[:,::1], float64[::1])",
-           ("float64", "uint64", None, None, "int64", None, "float64", "float64")),
+           ("float64", "uint64", int, int, "int64", int, "float64", "float64")),
     Kernel("column_max_abs", "pipeline.resampling", "column_max_abs",
            "void(float64[:,::1], float64[::1])", ("float64", "float64")),
     Kernel("round_transposed", "pipeline.resampling", "round_transposed",
            "void(float64[:,::1], float64[::1], float64[:,::1])",
            ("float64", "float64", "float64")),
+    # the metric families' kernels (sacrebleu's tokenizers, BLEU, chrF, SQuAD token F1)
+    Kernel("mt_tokenize", "pipeline.mt_tokenizers", "_tokenize",
+           "Tuple((int32[::1], int64[::1], int64, int32[::1], int64[::1]))"
+           "(int32[::1], int64[::1], int64, uint8[::1], uint8[::1])",
+           ("int32", "int64", int, "uint8", "uint8")),
+    Kernel("bleu_rows", "pipeline.metrics.bleu", "_bleu_rows",
+           "float64[::1](float64[:,::1], int64, float64, int64)",
+           ("float64", int, float, int)),
+    Kernel("bleu_statistics", "pipeline.metrics.bleu", "_segment_statistics",
+           "int64[:,::1](int32[::1], int64[::1], int64, int64[::1])",
+           ("int32", "int64", int, "int64")),
+    Kernel("chrf_rows", "pipeline.metrics.chrf", "_f_rows",
+           "float64[::1](float64[:,::1], int64)", ("float64", int)),
+    Kernel("chrf_statistics", "pipeline.metrics.chrf", "_segment_statistics",
+           "Tuple((int64[:,::1], float64[::1], int32[::1]))"
+           "(int32[::1], int64[::1], int32[::1], int64[::1], int64, int64, int64[::1], int64)",
+           ("int32", "int64", "int32", "int64", int, int, "int64", int)),
+    Kernel("squad_score", "pipeline.metrics.squad", "_score",
+           "Tuple((int64[:,::1], float64[:,::1], int32[::1], float64[::1], int32[::1]))"
+           "(int32[::1], int64[::1], int64, int64[::1], int64)",
+           ("int32", "int64", int, "int64", int)),
 )
 # Modules whose source the kernels are compiled from (callees included).
 SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
            "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing",
-           "pipeline.resampling")
+           "pipeline.resampling", "pipeline.mt_tokenizers", "pipeline.metrics.bleu",
+           "pipeline.metrics.chrf", "pipeline.metrics.squad", "pipeline.metrics.ngram_table")
 
 
 def source_digest() -> int:
@@ -103,14 +125,14 @@ def source_digest() -> int:
 
 
 def _normalize(kernel: Kernel, fn: Callable[..., Any], *, writable: bool) -> Callable[..., Any]:
-    dtypes = [None if d is None else np.dtype(d) for d in kernel.arguments]
     # numba's JIT types a read-only array apart (and would compile for it); the compiled
     # module reads it as it is.
     needs: Any = ("C", "W") if writable else ("C",)
+    converts = [d if isinstance(d, type) else functools.partial(
+        np.require, dtype=np.dtype(d), requirements=needs) for d in kernel.arguments]
 
     def call(*args: Any) -> Any:
-        return fn(*[int(a) if d is None else np.require(a, dtype=d, requirements=needs)
-                    for a, d in zip(args, dtypes, strict=True)])
+        return fn(*[convert(a) for a, convert in zip(args, converts, strict=True)])
 
     call.__name__ = kernel.name
     call.__doc__ = f"{kernel.module}.{kernel.function} ({kernel.signature})"
@@ -230,8 +252,9 @@ def build(output_dir: str) -> str:
 
         cc = CC(EXTENSION.rsplit(".", 1)[1])
     cc.output_dir = output_dir
-    for k in KERNELS:
-        fn = getattr(importlib.import_module(k.module), k.function)
+    functions = [getattr(importlib.import_module(k.module), k.function) for k in KERNELS]
+    _materialize()  # lazy kernels' callees become numba dispatchers
+    for k, fn in zip(KERNELS, functions, strict=True):
         cc.export(k.name, k.signature)(fn.py_func)
     digest = source_digest()
 

@@ -89,11 +89,13 @@ def test_score_command_does_not_import_what_it_does_not_use(tmp_path):
 
 
 def test_scoring_and_partitioning_do_not_import_numba():
+    # nor the metric families (BLEU, chrF, token F1): their kernels are compiled too
     if not compiled.compiled_ahead():
         pytest.skip("pipeline._kernels not built: the kernels compile with numba")
     code = ("import sys, pyarrow as pa; from pipeline.scoring import Scorer; "
             "from pipeline.io.partition import partition_of; import pipeline.engine.tasks; "
             "Scorer().score_batch(['a b'], [['a c']]); partition_of(pa.array(['x', 'y']), 3); "
+            "Scorer(metrics=('bleu', 'chrf', 'token_f1')).score_batch(['a b'], [['a c']]); "
             "partition_of(pa.array([1, 2]), 3); print('numba' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
