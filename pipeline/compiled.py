@@ -204,10 +204,12 @@ _LAZY_LOCK = threading.Lock()
 def lazy_njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(**options)`` deferred to the first call, so importing costs no numba.
 
-    For kernels outside :data:`KERNELS` (the metric families' own). On the first call of
-    any such kernel, numba is imported, every lazy kernel becomes a numba dispatcher, and
-    each defining module's globals are pointed at the dispatchers (so kernels calling each
-    other, within or across modules, compile as plain numba code).
+    For the metric families' kernels, whose modules are imported whenever the registry is
+    (their entry points are in :data:`KERNELS`; the others are their callees). On the first
+    call of any such kernel (the JIT fallback), or when :func:`build` compiles the
+    extension, numba is imported, every lazy kernel becomes a numba dispatcher, and each
+    defining module's globals are pointed at the dispatchers (so kernels calling each other,
+    within or across modules, compile as plain numba code).
     """
 
     def wrap(fn: Callable[..., Any]) -> Any:
