@@ -142,7 +142,11 @@ def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
 
 def resample_sums(grid: np.ndarray, keys: np.ndarray, *, weights: str, first: int, count: int
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted column sums of ``count`` resamples (the compiled kernel; releases the GIL).
+    """Weighted column sums of ``count`` resamples (the compiled kernel).
+
+    Calls of at least :data:`JIT_MIN_DRAWS` values (k x n x count) run numba's JIT build for
+    this CPU, which releases the GIL; smaller ones the ahead-of-time build, which holds it
+    (numba's ahead-of-time compiler has no ``nogil``), so threads do not overlap them.
 
     Args:
         grid: float64 (k, n) from :func:`to_grid` (with this ``weights``' maximum weight).
