@@ -61,7 +61,7 @@ KERNELS = (
            "int64[::1], int64)",
            ("int32", "int64", "int64", "int64", "int64", "int64", int)),
     Kernel("tokenize_bytes", "pipeline.tokenizers.bytes_tokens", "tokenize_bytes",
-           "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1]))"
+           "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1], int64))"
            "(uint8[::1], int64[::1], uint8[::1])",
            ("uint8", "int64", "uint8")),
     Kernel("hash_bytes", "pipeline.io.hashing", "hash_bytes",

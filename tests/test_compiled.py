@@ -36,7 +36,9 @@ def test_argument_types_are_normalized():
     tokenize = compiled.kernel("tokenize_bytes")
     buf, offsets = _tokens(b"The cat sat.\non the mat\0a cat, a mat")
     assert not buf.flags.writeable
-    ids, lines, texts, _, vocab = tokenize(buf, offsets.astype(np.int32), _CLASS_LOWER)
+    ids, lines, texts, _, vocab, lowers_to_ascii = tokenize(buf, offsets.astype(np.int32),
+                                                            _CLASS_LOWER)
+    assert lowers_to_ascii == 0
     ids64, *_ = tokenize(buf.copy(), offsets.astype(np.int64), _CLASS_LOWER.copy())
     assert ids.tolist() == ids64.tolist() == [0, 1, 2, 3, 0, 4, 5, 1, 5, 4]
     score = compiled.kernel("score_pairs")

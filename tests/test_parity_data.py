@@ -83,3 +83,26 @@ def test_rouge_score_parity_on_bundled_realsumm(stemmer):
     assert len(ours) == 2500
     _assert_equal_long(ours, expected[expected.stemmer == stemmer],
                        {"precision": "precision", "recall": "recall", "fmeasure": "fmeasure"})
+
+
+def test_long_multi_line_texts_from_arrow_equal_rouge_score():
+    """Texts of 150-500 tokens on many lines, read from Arrow arrays as the pipeline reads
+    them: rougeLsum walks bit rows per prediction line (longer than two words), against
+    rouge-score 0.1.2 itself."""
+    import pyarrow as pa
+    from rouge_score import rouge_scorer
+
+    preds = pq.read_table(BUNDLED / "predictions").column("prediction").to_pylist()
+    refs = pq.read_table(BUNDLED / "references.parquet").column("reference").to_pylist()
+    rng = np.random.default_rng(8)
+    joined = [("\n".join(rng.choice(preds, 4)), "\n".join(rng.choice(refs, 5)))
+              for _ in range(12)]
+    table = Scorer(metrics=METRICS).score_batch(
+        pa.array([p for p, _ in joined]), pa.array([[r] for _, r in joined])).table
+    theirs = rouge_scorer.RougeScorer(list(METRICS), use_stemmer=False)
+    for i, (p, r) in enumerate(joined):
+        assert len(p.split()) > 150
+        want = theirs.score(r, p)
+        for m in METRICS:
+            for x in ("precision", "recall", "fmeasure"):
+                assert table.column(f"{m}_{x}")[i].as_py() == getattr(want[m], x), (i, m, x)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 # Tables up to this many cells are built whole (16 MiB of int32); larger ones are
 # checkpointed, keeping about 2 * sqrt(rows) rows instead of all of them.
@@ -329,31 +330,33 @@ def lcs_mark_bits1(tokens, a_start, a_len, b_start, b_len, loc, masks, rows, mar
             m = masks[k, 0]
             v = (v + (v & m)) | (v & ~m)
         rows[i + 1] = v
+    columns = _ONES >> np.uint64(64 - b_len)
+    cur = b_len - popcount64(v & columns)  # t[a_len][b_len]
+    # rouge-score's walk from the bottom-right cell, one row per step: in row i at column j
+    # it goes left while the tokens differ and t[i][j-1] > t[i-1][j], i.e. the row does not
+    # rise at j (bit j - 1 set) and the row above is one lower at j. That difference, 0 or
+    # 1, is the parity of the bits where rows i - 1 and i differ below j (so they alternate),
+    # hence every column the walk goes left through is known at once, and the column where
+    # it stops (a match, taken diagonally, or a step up) is the highest bit of a word. A
+    # token missing from the column sequence leaves the row as it was: a step up.
     i = a_len
     j = b_len
-    one = np.uint64(1)
-    # cur = t[i][j], the LCS value of the current cell. Off the diagonal the walk moves to
-    # the larger neighbour, which equals cur, so cur only drops on matches; the walk stops
-    # once no match is left to find.
-    cur = b_len - popcount64(v & ((one << np.uint64(b_len)) - one)) if b_len < 64 \
-        else 64 - popcount64(v)
     while i > 0 and j > 0 and cur > 0:
-        if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
-            mark[i - 1] = True
-            i -= 1
-            j -= 1
-            cur -= 1
-        elif (rows[i] >> np.uint64(j - 1)) & one == 0:
-            # the row rises at column j, so t[i][j-1] = cur - 1 < t[i-1][j] = cur: up
-            i -= 1
-        else:
-            # t[i][j-1] = cur: left only if t[i-1][j] = j - popcount(rows[i-1] & low_j) < cur
-            up = j - popcount64(rows[i - 1] & ((one << np.uint64(j)) - one)) if j < 64 \
-                else 64 - popcount64(rows[i - 1])
-            if up < cur:
-                j -= 1
+        k = loc[tokens[a_start + i - 1]]
+        if k >= 0:
+            v = rows[i]
+            m = masks[k, 0]
+            stop = (m | ~(v & _prefix_parity(v ^ rows[i - 1]))) & (_ONES >> np.uint64(64 - j))
+            if stop == 0:
+                return
+            b = _high_bit(stop)
+            j = b
+            if (m >> np.uint64(b)) & np.uint64(1):
+                mark[i - 1] = True
+                cur -= 1
             else:
-                i -= 1
+                j += 1
+        i -= 1
 
 
 @njit(cache=True, nogil=True)
@@ -364,6 +367,24 @@ def _lane_add(x, y, tops):
     """
     low = ~tops
     return ((x & low) + (y & low)) ^ ((x ^ y) & tops)
+
+
+@njit(cache=True, nogil=True)
+def _prefix_parity(x):
+    """Bit k of the result is the parity of bits 0..k of x."""
+    x ^= x << np.uint64(1)
+    x ^= x << np.uint64(2)
+    x ^= x << np.uint64(4)
+    x ^= x << np.uint64(8)
+    x ^= x << np.uint64(16)
+    x ^= x << np.uint64(32)
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _high_bit(x):
+    """Index of the highest set bit of a non-zero uint64."""
+    return 63 - np.int64(leading_zeros(x))
 
 
 @njit(cache=True, nogil=True)

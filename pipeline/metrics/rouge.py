@@ -176,8 +176,6 @@ class Rouge:
                 n_refs, flat = _flatten_arrow(references)
                 texts = pa.concat_arrays([_large_strings(predictions), flat])
                 n = len(predictions)
-                if ROUGE_LSUM in codes:
-                    one_line = _count_one_line(texts)
             else:
                 predictions = text_list(predictions)
                 references = reference_lists(references)
@@ -191,13 +189,15 @@ class Rouge:
                 else:
                     one_line = sum(1 for t in texts
                                    if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
+        batch = tokenize_batch(texts, tokenizer=tokenizer, stemmer=options["stemmer"])
+        if isinstance(texts, pa.Array) and ROUGE_LSUM in codes:
+            one_line = _count_one_line(texts, np.diff(batch.text_line_offsets))
         if one_line:
             warnings.warn(
                 f"{one_line} texts have several sentences but no newline: rougeLsum "
                 "splits sentences on '\\n' only, so for them it equals rougeL (put one "
                 "sentence per line, or use sentence_split='punctuation')",
                 SentenceSplitWarning, stacklevel=3)
-        batch = tokenize_batch(texts, tokenizer=tokenizer, stemmer=options["stemmer"])
         truncated = None
         max_tokens = options.get("max_tokens")
         if max_tokens is not None:
@@ -245,8 +245,18 @@ _SPACE_CLASS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}"
 _SEVERAL_SENTENCES_RE2 = f"[.!?][{_SPACE_CLASS}]+[^{_SPACE_CLASS}]"
 
 
-def _count_one_line(texts: pa.Array) -> int:
-    """Texts with several sentences but no newline (``_SEVERAL_SENTENCES`` on Arrow)."""
+def _count_one_line(texts: pa.Array, lines_per_text: np.ndarray | None = None) -> int:
+    """Texts with several sentences but no newline (``_SEVERAL_SENTENCES`` on Arrow).
+
+    Args:
+        texts: N texts (an Arrow string array).
+        lines_per_text: the texts' newlines plus one, shape (N,) (a tokenized batch's
+            ``np.diff(text_line_offsets)``); when given, only one-line texts are searched.
+    """
+    if lines_per_text is not None:
+        one_line = np.flatnonzero(lines_per_text == 1)
+        if len(one_line) < len(texts):
+            texts = texts.take(pa.array(one_line))
     several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
                       pc.invert(pc.match_substring(texts, "\n")))
     return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)

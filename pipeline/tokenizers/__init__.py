@@ -87,16 +87,18 @@ def _separator_table(keep: bytes) -> bytes:
 
 
 _KEEP_LOWER = b"abcdefghijklmnopqrstuvwxyz0123456789"
-# Lowercase: A-Z map to a-z in the same pass.
-_TABLE_LOWER = bytes((c + 32) if 65 <= c <= 90 else b
-                     for c, b in enumerate(_separator_table(_KEEP_LOWER)))
-_TABLE_MIXED = _separator_table(_KEEP_LOWER + _KEEP_LOWER.upper())
-_CLASS_LOWER = np.frombuffer(_TABLE_LOWER, dtype=np.uint8)
-_CLASS_MIXED = np.frombuffer(_TABLE_MIXED, dtype=np.uint8)
 # The only non-ASCII characters whose str.lower() contains ASCII letters or digits
 # (checked over all of Unicode): LATIN CAPITAL LETTER I WITH DOT ABOVE -> "i" + U+0307, and
 # KELVIN SIGN -> "k". Every other non-ASCII character is a separator for rouge-score.
 _LOWER_TO_ASCII = (("\u0130", "i "), ("\u212a", "k"))
+# Lowercase: A-Z map to a-z in the same pass; the lead bytes of _LOWER_TO_ASCII's characters
+# (C4, E2) are class 31, a separator the compiled tokenizer looks at (bytes_tokens._LEAD).
+_TABLE_LOWER = bytes((c + 32) if 65 <= c <= 90
+                     else 31 if c in {ch.encode()[0] for ch, _ in _LOWER_TO_ASCII} else b
+                     for c, b in enumerate(_separator_table(_KEEP_LOWER)))
+_TABLE_MIXED = _separator_table(_KEEP_LOWER + _KEEP_LOWER.upper())
+_CLASS_LOWER = np.frombuffer(_TABLE_LOWER, dtype=np.uint8)
+_CLASS_MIXED = np.frombuffer(_TABLE_MIXED, dtype=np.uint8)
 
 
 def _rouge_score_bytes(text: str) -> bytes:
@@ -307,9 +309,9 @@ def tokenize_batch(
                           hint=did_you_mean(stemmer, STEMMERS))
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
         table = tokenizer._byte_table
-        if table is not None and tokenizer.reads_bytes and not (
-                not tokenizer.case_sensitive and _has_lower_to_ascii(texts)):
-            ids, line_offsets, text_line_offsets, dictionary = _split_arrow_bytes(texts, table)
+        split = _split_arrow_bytes(texts, table) if table is not None else None
+        if split is not None:
+            ids, line_offsets, text_line_offsets, dictionary = split
             return _tokenized(ids, line_offsets, text_line_offsets, dictionary, texts,
                               tokenizer=tokenizer, stemmer=stemmer)
         texts = texts.to_pylist()
@@ -343,20 +345,12 @@ def _tokenized(ids: np.ndarray, line_offsets: np.ndarray, text_line_offsets: np.
     return TokenizedBatch(ids, line_offsets, text_line_offsets, vocab_size, n_zero)
 
 
-# The only characters whose lowercase holds ASCII letters (see _LOWER_TO_ASCII).
-_LOWER_TO_ASCII_RE2 = "[" + "".join(c for c, _ in _LOWER_TO_ASCII) + "]"
-
-
-def _has_lower_to_ascii(texts: pa.Array | pa.ChunkedArray) -> bool:
-    """True when a text holds a character whose lowercase contains ASCII letters."""
-    return bool(pc.any(pc.match_substring_regex(texts, _LOWER_TO_ASCII_RE2)).as_py())
-
-
 def _split_arrow_bytes(texts: pa.Array | pa.ChunkedArray, table: np.ndarray):
     """Tokenize an Arrow string array from its UTF-8 buffer, without Python strings.
 
     Non-ASCII bytes are separators in every byte table, so the bytes can be read as they
-    are (a NUL inside a text is a separator too).
+    are (a NUL inside a text is a separator too). Returns None when a text holds a character
+    whose lowercase is ASCII (``_LOWER_TO_ASCII``), which the table cannot lowercase.
     """
     from pipeline.compiled import kernel
 
@@ -371,8 +365,10 @@ def _split_arrow_bytes(texts: pa.Array | pa.ChunkedArray, table: np.ndarray):
                                                          texts.offset + len(texts) + 1]
     data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and len(data_buf)
             else np.zeros(1, dtype=np.uint8))
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets = kernel("tokenize_bytes")(
-        data, offsets, table)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets, lowers_to_ascii = kernel(
+        "tokenize_bytes")(data, offsets, table)
+    if lowers_to_ascii:
+        return None
     return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
 
 
@@ -399,7 +395,8 @@ def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
         offsets[-1] -= 1  # no NUL after the last text
         raw = b"\0".join(encoded)
         buf = np.frombuffer(raw, dtype=np.uint8)
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets = kernel("tokenize_bytes")(
+    # _LOWER_TO_ASCII's characters are lowercased by to_bytes: none is left to report
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets, _ = kernel("tokenize_bytes")(
         buf, offsets, table)
     return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
 

@@ -2,7 +2,10 @@
 
 Every byte is read through a class table: separators map to a space, line breaks to
 ``\\n``, a NUL may end a text, and token bytes map to themselves (or lowercase), so a token
-is a maximal run of bytes whose class is above 32.
+is a maximal run of bytes whose class is above 32. Class 31 marks the lead byte of a
+character whose lowercase holds an ASCII letter (U+0130, U+212A: see
+:data:`pipeline.tokenizers._LOWER_TO_ASCII`); the kernel reports whether it met one, since
+the table alone cannot lowercase them.
 Ids are assigned in order of first occurrence through an open-addressing table that compares
 token bytes exactly (the hash only places them).
 """
@@ -15,6 +18,7 @@ from numba import njit
 _SPACE = 32
 _NUL = 0
 _NEWLINE = 10
+_LEAD = 31  # lead byte of U+0130 (C4 B0) or U+212A (E2 84 AA), a separator otherwise
 
 
 _MIX = np.uint64(0xFF51AFD7ED558CCD)
@@ -32,12 +36,21 @@ def _empty_slots(cap):
 
 
 @njit(cache=True, nogil=True)
+def _lowers_to_ascii(buf, q, end):
+    """True when the UTF-8 character at ``buf[q]`` is U+0130 or U+212A."""
+    if buf[q] == 0xC4:
+        return q + 1 < end and buf[q + 1] == 0xB0
+    return q + 2 < end and buf[q + 1] == 0x84 and buf[q + 2] == 0xAA
+
+
+@njit(cache=True, nogil=True)
 def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets, ids,
                    line_offsets, text_line_offsets):
     """Tokenize from ``state`` on; return 1 to ask for bigger tables, 0 when done.
 
-    ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids]. The
-    tables are never reallocated in here, so the loop keeps them in registers.
+    ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids, 1 when a
+    character that lowercases to ASCII was met]. The tables are never reallocated in here, so
+    the loop keeps them in registers.
 
     A token of at most 8 bytes is its own key (its bytes packed little-endian; token bytes are
     ASCII, so the key's top bit is clear); a longer token's key is a hash with the top bit
@@ -56,10 +69,12 @@ def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
             q = text_offsets[t]
         while q < end:
             c = table[buf[q]]
-            if c <= _SPACE:  # space, NUL or newline: the only classes <= 32
+            if c <= _SPACE:  # space, NUL, newline or lead byte: the only classes <= 32
                 if c == _NEWLINE:
                     line_offsets[line] = n_tok
                     line += 1
+                elif c == _LEAD and _lowers_to_ascii(buf, q, end):
+                    state[5] = 1
                 q += 1
                 continue
             s = q
@@ -159,11 +174,13 @@ def tokenize_bytes(buf, text_offsets, table):
             ``buf[text_offsets[i]:text_offsets[i+1]]``.
 
     Returns:
-        ``(ids, line_offsets, text_line_offsets, arena, vocab_offsets)``: int32 token ids
-        (T,), int64 token offsets of each line (L + 1,), int64 line offsets of each text
-        (N + 1,), and the distinct tokens' bytes in order of first occurrence: id k is
-        ``arena[vocab_offsets[k]:vocab_offsets[k + 1]]``. A text has one line more than it
-        has newlines.
+        ``(ids, line_offsets, text_line_offsets, arena, vocab_offsets, lowers_to_ascii)``:
+        int32 token ids (T,), int64 token offsets of each line (L + 1,), int64 line offsets
+        of each text (N + 1,), the distinct tokens' bytes in order of first occurrence (id k
+        is ``arena[vocab_offsets[k]:vocab_offsets[k + 1]]``), and 1 when a byte of class 31
+        began U+0130 or U+212A (the table cannot lowercase them: tokenize such texts from
+        their lowercased strings instead), else 0. A text has one line more than it has
+        newlines.
 
     """
     n_texts = text_offsets.shape[0] - 1
@@ -179,7 +196,7 @@ def tokenize_bytes(buf, text_offsets, table):
     slots = _empty_slots(1 << 12)
     arena = np.empty(1 << 14, dtype=np.uint8)
     vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
-    state = np.zeros(5, dtype=np.int64)
+    state = np.zeros(6, dtype=np.int64)
     state[1] = -1
     while _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
                          ids, line_offsets, text_line_offsets):
@@ -187,4 +204,4 @@ def tokenize_bytes(buf, text_offsets, table):
     n_tok = state[3]
     n_ids = state[4]
     return (ids[:n_tok].copy(), line_offsets, text_line_offsets,
-            arena[:vocab_offsets[n_ids]].copy(), vocab_offsets[:n_ids + 1].copy())
+            arena[:vocab_offsets[n_ids]].copy(), vocab_offsets[:n_ids + 1].copy(), state[5])
