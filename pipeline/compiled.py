@@ -1,7 +1,8 @@
 """The compiled kernels, loaded without compiling: built ahead of time at install.
 
 The kernels are numba functions (:mod:`pipeline.metrics.batch`,
-:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`). ``pip install``
+:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`, the bootstrap's
+:mod:`pipeline.resampling`). ``pip install``
 compiles them once, with the explicit signatures in :data:`KERNELS`, into the extension module
 ``pipeline._kernels`` (numba's ahead-of-time compiler, see ``setup.py``). Loading that
 module takes about a millisecond and imports neither numba nor LLVM, where numba's own
@@ -42,8 +43,8 @@ class Kernel:
         module: the module defining the numba function.
         function: its name there.
         signature: numba signature string (arrays ``[::1]``: C-contiguous).
-        arguments: per argument, the numpy dtype it is converted to, or None for a scalar
-            (converted to a Python int).
+        arguments: per argument, the numpy dtype name of an array argument (converted to
+            it), or ``int`` / ``float`` for a scalar (converted to that Python type).
 
     """
 
@@ -51,14 +52,14 @@ class Kernel:
     module: str
     function: str
     signature: str
-    arguments: tuple[str | None, ...]
+    arguments: tuple[str | type, ...]
 
 
 KERNELS = (
     Kernel("score_pairs", "pipeline.metrics.batch", "score_pairs",
            "int64[:,:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
            "int64[::1], int64)",
-           ("int32", "int64", "int64", "int64", "int64", "int64", None)),
+           ("int32", "int64", "int64", "int64", "int64", "int64", int)),
     Kernel("tokenize_bytes", "pipeline.tokenizers.bytes_tokens", "tokenize_bytes",
            "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1], int64))"
            "(uint8[::1], int64[::1], uint8[::1])",
@@ -67,10 +68,44 @@ KERNELS = (
            "void(int64[::1], uint8[::1], uint64[::1])", ("int64", "uint8", "uint64")),
     Kernel("hash_ints", "pipeline.io.hashing", "hash_ints",
            "void(uint64[::1], uint64[::1])", ("uint64", "uint64")),
+    Kernel("stream_keys", "pipeline.resampling", "stream_keys",
+           "void(uint64[::1], uint64[::1], uint64[::1])", ("uint64", "uint64", "uint64")),
+    Kernel("weighted_sums", "pipeline.resampling", "weighted_sums",
+           "void(float64[:,::1], uint64[::1], int64, int64, int64[::1], int64, "
+           "float64[:,::1], float64[::1])",
+           ("float64", "uint64", int, int, "int64", int, "float64", "float64")),
+    Kernel("column_max_abs", "pipeline.resampling", "column_max_abs",
+           "void(float64[:,::1], float64[::1])", ("float64", "float64")),
+    Kernel("round_transposed", "pipeline.resampling", "round_transposed",
+           "void(float64[:,::1], float64[::1], float64[:,::1])",
+           ("float64", "float64", "float64")),
+    # the metric families' kernels (sacrebleu's tokenizers, BLEU, chrF, SQuAD token F1)
+    Kernel("mt_tokenize", "pipeline.mt_tokenizers", "_tokenize",
+           "Tuple((int32[::1], int64[::1], int64, int32[::1], int64[::1]))"
+           "(int32[::1], int64[::1], int64, uint8[::1], uint8[::1])",
+           ("int32", "int64", int, "uint8", "uint8")),
+    Kernel("bleu_rows", "pipeline.metrics.bleu", "_bleu_rows",
+           "float64[::1](float64[:,::1], int64, float64, int64)",
+           ("float64", int, float, int)),
+    Kernel("bleu_statistics", "pipeline.metrics.bleu", "_segment_statistics",
+           "int64[:,::1](int32[::1], int64[::1], int64, int64[::1])",
+           ("int32", "int64", int, "int64")),
+    Kernel("chrf_rows", "pipeline.metrics.chrf", "_f_rows",
+           "float64[::1](float64[:,::1], int64)", ("float64", int)),
+    Kernel("chrf_statistics", "pipeline.metrics.chrf", "_segment_statistics",
+           "Tuple((int64[:,::1], float64[::1], int32[::1]))"
+           "(int32[::1], int64[::1], int32[::1], int64[::1], int64, int64, int64[::1], int64)",
+           ("int32", "int64", "int32", "int64", int, int, "int64", int)),
+    Kernel("squad_score", "pipeline.metrics.squad", "_score",
+           "Tuple((int64[:,::1], float64[:,::1], int32[::1], float64[::1], int32[::1]))"
+           "(int32[::1], int64[::1], int64, int64[::1], int64)",
+           ("int32", "int64", int, "int64", int)),
 )
 # Modules whose source the kernels are compiled from (callees included).
 SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
-           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing")
+           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing",
+           "pipeline.resampling", "pipeline.mt_tokenizers", "pipeline.metrics.bleu",
+           "pipeline.metrics.chrf", "pipeline.metrics.squad", "pipeline.metrics.ngram_table")
 
 
 def source_digest() -> int:
@@ -90,14 +125,14 @@ def source_digest() -> int:
 
 
 def _normalize(kernel: Kernel, fn: Callable[..., Any], *, writable: bool) -> Callable[..., Any]:
-    dtypes = [None if d is None else np.dtype(d) for d in kernel.arguments]
     # numba's JIT types a read-only array apart (and would compile for it); the compiled
     # module reads it as it is.
     needs: Any = ("C", "W") if writable else ("C",)
+    converts = [d if isinstance(d, type) else functools.partial(
+        np.require, dtype=np.dtype(d), requirements=needs) for d in kernel.arguments]
 
     def call(*args: Any) -> Any:
-        return fn(*[int(a) if d is None else np.require(a, dtype=d, requirements=needs)
-                    for a, d in zip(args, dtypes, strict=True)])
+        return fn(*[convert(a) for a, convert in zip(args, converts, strict=True)])
 
     call.__name__ = kernel.name
     call.__doc__ = f"{kernel.module}.{kernel.function} ({kernel.signature})"
@@ -124,15 +159,24 @@ def compiled_ahead() -> bool:
 
 
 @functools.cache
-def kernel(name: str) -> Callable[..., Any]:
+def kernel(name: str, *, jit: bool = False) -> Callable[..., Any]:
     """Return the kernel ``name`` (see :data:`KERNELS`), its arguments normalized.
+
+    Args:
+        name: the kernel's exported name.
+        jit: numba's just-in-time build for this machine's CPU even when the ahead-of-time
+            module is there. That module is compiled for the generic CPU of the architecture
+            (so that it runs on every node); the JIT build may use wider vectors (the
+            bootstrap's kernel runs 2.5x faster with AVX2) but costs numba's import and a
+            load from its cache (about 0.6 s), or a compile (about 4 s) the first time:
+            worth it for long calls only.
 
     Raises:
         KeyError: no such kernel.
 
     """
     spec = next(k for k in KERNELS if k.name == name)
-    ext = _extension()
+    ext = None if jit else _extension()
     if ext is not None:
         return _normalize(spec, getattr(ext, name), writable=False)
     return _normalize(spec, getattr(importlib.import_module(spec.module), spec.function),
@@ -160,10 +204,12 @@ _LAZY_LOCK = threading.Lock()
 def lazy_njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(**options)`` deferred to the first call, so importing costs no numba.
 
-    For kernels outside :data:`KERNELS` (the metric families' own). On the first call of
-    any such kernel, numba is imported, every lazy kernel becomes a numba dispatcher, and
-    each defining module's globals are pointed at the dispatchers (so kernels calling each
-    other, within or across modules, compile as plain numba code).
+    For the metric families' kernels, whose modules are imported whenever the registry is
+    (their entry points are in :data:`KERNELS`; the others are their callees). On the first
+    call of any such kernel (the JIT fallback), or when :func:`build` compiles the
+    extension, numba is imported, every lazy kernel becomes a numba dispatcher, and each
+    defining module's globals are pointed at the dispatchers (so kernels calling each other,
+    within or across modules, compile as plain numba code).
     """
 
     def wrap(fn: Callable[..., Any]) -> Any:
@@ -208,8 +254,9 @@ def build(output_dir: str) -> str:
 
         cc = CC(EXTENSION.rsplit(".", 1)[1])
     cc.output_dir = output_dir
-    for k in KERNELS:
-        fn = getattr(importlib.import_module(k.module), k.function)
+    functions = [getattr(importlib.import_module(k.module), k.function) for k in KERNELS]
+    _materialize()  # lazy kernels' callees become numba dispatchers
+    for k, fn in zip(KERNELS, functions, strict=True):
         cc.export(k.name, k.signature)(fn.py_func)
     digest = source_digest()
 

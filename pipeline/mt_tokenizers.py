@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.compiled import lazy_njit
+from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 
 MT_TOKENIZERS = ("13a", "intl", "zh", "char", "none")
@@ -168,7 +168,7 @@ def tokenize_batch(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
     cps, offsets = code_points(texts)
     if mode == 4:
         _learn_intl(cps)
-    ids, tok_offsets, n_types, chars, type_offsets = _tokenize(
+    ids, tok_offsets, n_types, chars, type_offsets = kernel("mt_tokenize")(
         cps, offsets, mode, _FLAGS, _INTL)
     return TokenBatch(ids, tok_offsets, int(n_types), chars, type_offsets)
 

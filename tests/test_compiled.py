@@ -71,7 +71,7 @@ def test_score_command_does_not_import_what_it_does_not_use(tmp_path):
         "import sys; from pipeline.cli import main\n"
         "try:\n"
         "    main(['score', sys.argv[1], '--references', sys.argv[2], '--output', sys.argv[3],"
-        " '--engine', 'local', '--bootstrap', '0'])\n"
+        " '--engine', 'local'])\n"
         "except SystemExit as e:\n"
         "    assert not e.code, e.code\n"
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
@@ -83,17 +83,39 @@ def test_score_command_does_not_import_what_it_does_not_use(tmp_path):
                           str(data / "references.parquet"), str(tmp_path / "run")],
                          capture_output=True, text=True, check=True)
     loaded = run.stdout.strip().splitlines()[-1].split()
-    assert not {"ray", "matplotlib", "polars", "pipeline.compare"} & {
+    unused = {"ray", "matplotlib", "polars", "pipeline.compare"}
+    if compiled.compiled_ahead():  # the bootstrap's kernels included
+        unused |= {"numba", "llvmlite"}
+    assert not unused & {
         m.split(".")[0] if m != "pipeline.compare" else m for m in loaded}, loaded
 
 
 def test_scoring_and_partitioning_do_not_import_numba():
+    # nor the metric families (BLEU, chrF, token F1): their kernels are compiled too
     if not compiled.compiled_ahead():
         pytest.skip("pipeline._kernels not built: the kernels compile with numba")
     code = ("import sys, pyarrow as pa; from pipeline.scoring import Scorer; "
             "from pipeline.io.partition import partition_of; import pipeline.engine.tasks; "
             "Scorer().score_batch(['a b'], [['a c']]); partition_of(pa.array(['x', 'y']), 3); "
+            "Scorer(metrics=('bleu', 'chrf', 'token_f1')).score_batch(['a b'], [['a c']]); "
             "partition_of(pa.array([1, 2]), 3); print('numba' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert run.stdout.strip() == "False"
+
+
+def test_the_bootstrap_kernel_gives_the_same_sums_from_both_builds():
+    # large resamples use numba's JIT build for this CPU (pipeline.stats.JIT_MIN_DRAWS)
+    from pipeline import stats
+
+    rng = np.random.default_rng(2)
+    grid = stats.to_grid(rng.random((3001, 7)), max_weight=8)
+    keys = stats.stream_keys(rng.integers(0, 2**63, 3001, dtype=np.uint64), seed=5,
+                             weights="poisson")
+    out = []
+    for jit in (False, True):
+        acc, tot = np.zeros((7, 40)), np.zeros(40)
+        compiled.kernel("weighted_sums", jit=jit)(grid, keys, 0, 10,
+                                                  stats.THRESHOLDS["poisson"], 0, acc, tot)
+        out.append((acc, tot))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])

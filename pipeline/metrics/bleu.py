@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.compiled import lazy_njit
+from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
@@ -135,7 +135,7 @@ def bleu_from_statistics(stats: np.ndarray, *, smooth: str = "exp",
     """
     method, value = _smooth(smooth, smooth_value)
     rows = np.ascontiguousarray(np.asarray(stats, dtype=np.float64).reshape(-1, len(STATISTICS)))
-    return _bleu_rows(rows, method, value, effective_order)
+    return kernel("bleu_rows")(rows, method, value, effective_order)
 
 
 def corpus_bleu_score(stats: np.ndarray, *, smooth: str = "exp",
@@ -268,7 +268,7 @@ def bleu_statistics(predictions: Sequence[str | None],
     texts = _prepare(predictions, lowercase) + _prepare([r for rs in refs for r in rs],
                                                         lowercase)
     batch = tokenize_batch(texts, tokenizer=tokenize)
-    return _segment_statistics(batch.ids, batch.offsets, len(predictions), ref_offsets)
+    return kernel("bleu_statistics")(batch.ids, batch.offsets, len(predictions), ref_offsets)
 
 
 def sentence_bleu_scores(predictions: Sequence[str | None],

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.compiled import lazy_njit
+from pipeline.compiled import kernel, lazy_njit
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
 from pipeline.mt_tokenizers import tokenize_batch
@@ -101,7 +101,7 @@ def chrf_from_statistics(stats: np.ndarray, *, beta: int = BETA) -> np.ndarray:
 
     """
     rows = np.asarray(stats, dtype=np.float64)
-    return _f_rows(np.ascontiguousarray(rows.reshape(rows.shape[0], -1)), beta)
+    return kernel("chrf_rows")(rows.reshape(rows.shape[0], -1), beta)
 
 
 def corpus_chrf_score(stats: np.ndarray) -> np.ndarray:
@@ -221,7 +221,7 @@ class _Batch:
             self.words = tokenize_batch(texts, tokenizer="chrf-words")
 
     def score(self, word_order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        stats, scores, best = _segment_statistics(
+        stats, scores, best = kernel("chrf_statistics")(
             self.chars.ids, self.chars.offsets, self.words.ids, self.words.offsets,
             word_order, self.n, self.ref_offsets, BETA)
         index = np.full(self.n, -1, np.int32)

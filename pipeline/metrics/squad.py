@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.compiled import lazy_njit
+from pipeline.compiled import kernel, lazy_njit
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 
 NAMES = ("token_f1", "exact_match")
@@ -130,8 +130,8 @@ def squad_scores(predictions: Sequence[str | None],
     ids = np.array([vocab.setdefault(w, len(vocab)) for ts in tokens for w in ts], np.int32)
     offsets = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(ts) for ts in tokens], out=offsets[1:])
-    counts, prf, f1_index, exact, exact_index = _score(ids, offsets, len(predictions),
-                                                       ref_offsets, len(vocab))
+    counts, prf, f1_index, exact, exact_index = kernel("squad_score")(
+        ids, offsets, len(predictions), ref_offsets, len(vocab))
     positions = np.array([j for k in kept for j in k], np.int32)
 
     def original(index: np.ndarray) -> np.ndarray:
