@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -163,15 +164,21 @@ def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
 def test_auto_engine_choice(monkeypatch):
     from types import SimpleNamespace
 
-    from pipeline.engine.run import AUTO_RAY_MIN_ROWS, choose_engine
+    from pipeline.engine.run import choose_engine
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not initialized here
-    small = SimpleNamespace(prediction_rows=AUTO_RAY_MIN_ROWS - 1)
-    large = SimpleNamespace(prediction_rows=AUTO_RAY_MIN_ROWS)
-    assert choose_engine(ScoreConfig(), small)[0] == "local"
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    small = SimpleNamespace(prediction_rows=999_999)
+    large = SimpleNamespace(prediction_rows=1_000_000)
+    assert choose_engine(ScoreConfig(), small) == (
+        "local", "auto: 999,999 prediction rows < 1,000,000 (2 CPUs)")
     assert choose_engine(ScoreConfig(), large) == (
-        "ray", f"auto: {AUTO_RAY_MIN_ROWS:,} prediction rows >= {AUTO_RAY_MIN_ROWS:,}")
+        "ray", "auto: 1,000,000 prediction rows >= 1,000,000 (2 CPUs)")
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)  # Ray's other cores pay sooner
+    assert choose_engine(ScoreConfig(), SimpleNamespace(prediction_rows=200_000)) == (
+        "ray", "auto: 200,000 prediction rows >= 200,000 (8 CPUs)")
+    assert choose_engine(ScoreConfig(), SimpleNamespace(prediction_rows=199_999))[0] == "local"
     assert choose_engine(ScoreConfig(address="10.0.0.1:6379"), small) == (
         "ray", "auto: a Ray cluster address is set")
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")

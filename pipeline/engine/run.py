@@ -57,9 +57,18 @@ Progress = Callable[[str, int, int], None]
 # 1,000 resamples x 12 measures: 1.4 s on this project's 2-core machine), so below that
 # shipping the matrix to workers costs more than it saves. Same result either way.
 DISTRIBUTE_MIN_DRAWS = 2_000_000_000
-# The engine "auto" runs inputs of at least this many prediction rows on a local Ray, smaller
-# ones in-process (see README, "Engines": measured break-even on a 2-core machine).
-AUTO_RAY_MIN_ROWS = 200_000
+
+
+def auto_ray_min_rows(cpus: int) -> int:
+    """Prediction rows from which the engine ``auto`` starts a local Ray, on ``cpus`` CPUs.
+
+    Measured on a 2-core machine (README, "Local Ray, engines and performance"): in-process
+    was faster up to 1M rows (16.7-19.1 s against 19.5-20.0 s on a local Ray, whose start
+    alone took 3.4-5 s) and held 1.6 GB at 1M rows, so 1,000,000 there. With more CPUs Ray's
+    other cores repay its fixed cost sooner (near its fixed cost x in-process rows per second
+    x c/(c-1): about 260,000-350,000 rows), so 200,000 on larger machines.
+    """
+    return 1_000_000 if cpus <= 2 else 200_000
 
 
 @dataclass
@@ -297,7 +306,7 @@ def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
 
     ``auto`` runs on Ray when a cluster address is given (``--address``, ``RAY_ADDRESS``),
     when Ray is already initialized in this process (a notebook, a test session: nothing to
-    start) or when the input has at least :data:`AUTO_RAY_MIN_ROWS` prediction rows, and
+    start) or when the input has at least :func:`auto_ray_min_rows` prediction rows, and
     in-process otherwise: below that size a local Ray's fixed cost (start, worker
     processes, stop) exceeds what the machine's other cores save.
     """
@@ -309,9 +318,11 @@ def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
     if ray is not None and ray.is_initialized():
         return "ray", "auto: Ray is already initialized in this process"
     rows = plan.prediction_rows
-    if rows >= AUTO_RAY_MIN_ROWS:
-        return "ray", f"auto: {rows:,} prediction rows >= {AUTO_RAY_MIN_ROWS:,}"
-    return "local", f"auto: {rows:,} prediction rows < {AUTO_RAY_MIN_ROWS:,}"
+    cpus = os.cpu_count() or 1
+    limit = auto_ray_min_rows(cpus)
+    if rows >= limit:
+        return "ray", f"auto: {rows:,} prediction rows >= {limit:,} ({cpus} CPUs)"
+    return "local", f"auto: {rows:,} prediction rows < {limit:,} ({cpus} CPUs)"
 
 
 def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
