@@ -524,7 +524,8 @@ def main() -> None:
                          f"({'met' if rel >= 0.8 else 'NOT met'})")
             print(line)
     if args.json:
-        Path(args.json).write_text(json.dumps({"small": small, "cold": cold, "sizes": results},
+        Path(args.json).write_text(json.dumps({"small": small, "cold": cold, "sizes": results,
+                                               "engines": engines},
                                               indent=2) + "\n")
 
 

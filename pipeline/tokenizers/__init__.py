@@ -307,19 +307,16 @@ def tokenize_batch(
     if stemmer not in STEMMERS:
         raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {', '.join(STEMMERS)}",
                           hint=did_you_mean(stemmer, STEMMERS))
+    table, to_bytes = tokenizer._byte_table, tokenizer._to_bytes
+    split = None
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        table = tokenizer._byte_table
         split = _split_arrow_bytes(texts, table) if table is not None else None
-        if split is not None:
-            ids, line_offsets, text_line_offsets, dictionary = split
-            return _tokenized(ids, line_offsets, text_line_offsets, dictionary, texts,
-                              tokenizer=tokenizer, stemmer=stemmer)
-        texts = texts.to_pylist()
-    if tokenizer._to_bytes is not None and tokenizer._byte_table is not None:
-        ids, line_offsets, text_line_offsets, dictionary = _split_bytes(
-            texts, tokenizer._to_bytes, tokenizer._byte_table)
-    else:
-        ids, line_offsets, text_line_offsets, dictionary = _split_arrow(texts, tokenizer)
+        if split is None:
+            texts = texts.to_pylist()
+    if split is None:
+        split = (_split_bytes(texts, to_bytes, table) if to_bytes is not None and table is not None
+                 else _split_arrow(texts, tokenizer))
+    ids, line_offsets, text_line_offsets, dictionary = split
     return _tokenized(ids, line_offsets, text_line_offsets, dictionary, texts,
                       tokenizer=tokenizer, stemmer=stemmer)
 
