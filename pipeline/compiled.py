@@ -100,12 +100,22 @@ KERNELS = (
            "Tuple((int64[:,::1], float64[:,::1], int32[::1], float64[::1], int32[::1]))"
            "(int32[::1], int64[::1], int64, int64[::1], int64)",
            ("int32", "int64", int, "int64", int)),
+    # ROUGE-1.5.5's skip-bigram and summary-level LCS/WLCS kernels (its n-grams use score_pairs)
+    Kernel("skip_bigram_pairs", "pipeline.metrics.skipgram", "skip_bigram_pairs",
+           "int64[:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64, boolean, int64)",
+           ("int32", "int64", "int64", "int64", int, bool, int)),
+    Kernel("summary_lcs_pairs", "pipeline.metrics.wlcs", "summary_lcs_pairs",
+           "float64[:,::1](int32[::1], int64[::1], int64[::1], int32[::1], int64[::1], "
+           "int64[::1], int64[::1], boolean, float64[::1], int64)",
+           ("int32", "int64", "int64", "int32", "int64", "int64", "int64", bool, "float64",
+            int)),
 )
 # Modules whose source the kernels are compiled from (callees included).
 SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
            "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing",
            "pipeline.resampling", "pipeline.mt_tokenizers", "pipeline.metrics.bleu",
-           "pipeline.metrics.chrf", "pipeline.metrics.squad", "pipeline.metrics.ngram_table")
+           "pipeline.metrics.chrf", "pipeline.metrics.squad", "pipeline.metrics.ngram_table",
+           "pipeline.metrics.skipgram", "pipeline.metrics.wlcs")
 
 
 def source_digest() -> int:

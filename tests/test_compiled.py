@@ -58,7 +58,11 @@ def test_scores_from_both_builds_agree():
     code = ("import json, sys; from pipeline.scoring import Scorer; "
             "t = Scorer().score_batch(['the cat sat on the mat', 'A b. C d'], "
             "[['a cat sat on a mat'], ['c d\\na b']]).table; "
-            "print(json.dumps(t.to_pydict()))")
+            "u = Scorer(metrics=('rouge2', 'rougeWsum', 'rougeSU4', 'rougeLsum'), "
+            "tokenizer='rouge155', stemmer='porter-rouge155', multi_reference='pooled')"
+            ".score_batch(['the cats sat.\\nOn the mat', 'A b. C d'], "
+            "[['a cat sat on a mat', 'cats sat'], ['c d\\na b']]).table; "
+            "print(json.dumps([t.to_pydict(), u.to_pydict()]))")
     out = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, env=env).stdout
            for env in ({}, {"OVERLAP_JIT": "1"})]
@@ -91,14 +95,17 @@ def test_score_command_does_not_import_what_it_does_not_use(tmp_path):
 
 
 def test_scoring_and_partitioning_do_not_import_numba():
-    # nor the metric families (BLEU, chrF, token F1): their kernels are compiled too
+    # nor the metric families (BLEU, chrF, token F1, ROUGE-1.5.5): their kernels are compiled too
     if not compiled.compiled_ahead():
         pytest.skip("pipeline._kernels not built: the kernels compile with numba")
     code = ("import sys, pyarrow as pa; from pipeline.scoring import Scorer; "
             "from pipeline.io.partition import partition_of; import pipeline.engine.tasks; "
             "Scorer().score_batch(['a b'], [['a c']]); partition_of(pa.array(['x', 'y']), 3); "
             "Scorer(metrics=('bleu', 'chrf', 'token_f1')).score_batch(['a b'], [['a c']]); "
-            "partition_of(pa.array([1, 2]), 3); print('numba' in sys.modules)")
+            "partition_of(pa.array([1, 2]), 3); "
+            "Scorer(metrics=('rouge1', 'rougeWsum', 'rougeSU4', 'rougeLsum'), "
+            "tokenizer='rouge155').score_batch(['a b.\\nc'], [['a c']]); "
+            "print('numba' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert run.stdout.strip() == "False"

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pipeline.compiled import kernel
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
 from pipeline.tokenizers.rouge155 import TextOptions, tokenize_rouge155
@@ -251,12 +252,9 @@ def _pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
         float64, shape (P, K, 4).
 
     """
-    # The kernels (numba) are imported when used, so that a ROUGE run, which builds every
-    # family's spec, never imports numba.
-    from pipeline.metrics.batch import score_pairs
-    from pipeline.metrics.skipgram import skip_bigram_pairs
-    from pipeline.metrics.wlcs import summary_lcs_pairs
-
+    score_pairs = kernel("score_pairs")
+    skip_bigram_pairs = kernel("skip_bigram_pairs")
+    summary_lcs_pairs = kernel("summary_lcs_pairs")
     out = np.zeros((len(pair_pred), len(kinds), 4), dtype=np.float64)
     clip_lines = np.arange(len(batch.clip_offsets), dtype=np.int64)
     weight = float(options.wlcs_weight)
