@@ -123,9 +123,12 @@ class LoopbackCluster:
     def _start(self, i: int, args: list[str], timeout_s: float) -> None:
         log = Path(self.temp_dir) / f"ray-start-{i}.log"
         with open(log, "wb") as fh:
+            # started in its temp dir, as on a node of its own: a worker's working directory
+            # comes first on its sys.path, and this checkout's must not stand in for the
+            # package the driver ships
             proc = subprocess.Popen([str(RAY), "start", *args], stdout=fh,
                                     stderr=subprocess.STDOUT, env=self.node_env(),
-                                    start_new_session=True)
+                                    cwd=self.temp_dir, start_new_session=True)
         self.procs.append(proc)
         deadline = time.monotonic() + timeout_s
         while READY not in log.read_text(errors="replace"):

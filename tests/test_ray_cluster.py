@@ -52,25 +52,34 @@ def cluster():
     assert had_token or not TOKEN.exists(), "a Ray token file appeared in the home directory"
 
 
-def test_score_on_two_nodes_equals_local_mode(cluster, tmp_path):
-    (tmp_path / "settings.yaml").write_text("partition_rows: 700\n")  # 4 partitions
+def _score_on(cluster, out: Path, *args: str) -> list[dict]:
+    """``overlap score`` on the cluster from a directory without this checkout; the ``where``
+    of each examples file, after checking that both nodes ran the shipped package."""
     command = [str(OVERLAP)] if OVERLAP.exists() else [
         sys.executable, "-c", "from pipeline.cli import main; main()"]
-    out = tmp_path / "cluster"
     proc = subprocess.run(
         [*command, "score", PREDS, "--references", REFS, "--output", str(out),
-         "--address", cluster.address, "--config", str(tmp_path / "settings.yaml"),
-         "--group-by", "system", "--run-id", "c1"],
-        env=cluster.env(), capture_output=True, text=True, timeout=300)
+         "--address", cluster.address, *args],
+        env=cluster.env(), capture_output=True, text=True, timeout=300, cwd=out.parent)
     assert proc.returncode == 0, proc.stderr
     assert f"Ray cluster at {cluster.address}, 2 CPUs" in proc.stdout
 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["engine"]["address"] == cluster.address
     where = [e["where"] for e in manifest["outputs"]["examples"]]
-    assert len(where) == 4
     assert {w["node_ip"] for w in where} == set(NODES)  # both nodes scored partitions
     assert len({w["node_id"] for w in where}) == 2
+    # the package Ray unpacked from what the driver shipped, not this checkout
+    assert all(w["package"].startswith(cluster.temp_dir) for w in where), where
+    return where
+
+
+def test_score_on_two_nodes_equals_local_mode(cluster, tmp_path):
+    (tmp_path / "settings.yaml").write_text("partition_rows: 700\n")  # 4 partitions
+    out = tmp_path / "cluster"
+    where = _score_on(cluster, out, "--config", str(tmp_path / "settings.yaml"),
+                      "--group-by", "system", "--run-id", "c1")
+    assert len(where) == 4
 
     local = tmp_path / "local"
     score(PREDS, references=REFS, output=str(local), run_id="c1",
@@ -82,6 +91,26 @@ def test_score_on_two_nodes_equals_local_mode(cluster, tmp_path):
             pq.read_table(local / "examples" / name), check_metadata=True), name
     assert pq.read_table(out / "aggregate.parquet").equals(
         pq.read_table(local / "aggregate.parquet"), check_metadata=True)
+
+
+def test_rouge155_on_two_nodes_reads_its_word_lists_from_the_shipped_package(cluster, tmp_path):
+    # the script's stemmer exceptions and stopwords are package data: they must travel
+    (tmp_path / "settings.yaml").write_text("partition_rows: 1300\n")  # 2 partitions
+    flags = "-n 2 -2 4 -u -m -s"
+    _score_on(cluster, tmp_path / "cluster", "--config", str(tmp_path / "settings.yaml"),
+              "--rouge155", flags, "--run-id", "r1", "--bootstrap", "0")
+    local = tmp_path / "local"
+    proc = subprocess.run(
+        [sys.executable, "-c", "from pipeline.cli import main; main()", "score", PREDS,
+         "--references", REFS, "--output", str(local), "--engine", "local", "--config",
+         str(tmp_path / "settings.yaml"), "--rouge155", flags, "--run-id", "r1",
+         "--bootstrap", "0"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(p.name for p in (local / "examples").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "cluster" / "examples").iterdir())
+    for name in names:
+        assert pq.read_table(tmp_path / "cluster" / "examples" / name).equals(
+            pq.read_table(local / "examples" / name), check_metadata=True), name
 
 
 def test_the_cluster_binds_no_address_but_loopback_and_the_wildcard(cluster):

@@ -219,14 +219,15 @@ def _check_reachable(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> N
 def package_runtime_env(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Build a Ray ``runtime_env`` that ships this package to the workers (``py_modules``).
 
-    The bundled data and compiled-kernel caches are left out. ``extra`` (e.g. ``pip``) is
-    merged in; its own ``py_modules`` are kept after ours.
+    The whole package goes, its data (ROUGE-1.5.5's word lists) and compiled kernels
+    included; numba's caches and bytecode are left out. ``extra`` (e.g. ``pip``) is merged
+    in; its own ``py_modules`` are kept after ours.
     """
     import pipeline
 
     env = dict(extra or {})
     env["py_modules"] = [os.path.dirname(pipeline.__file__)] + list(env.get("py_modules", []))
-    env["excludes"] = ["data/", "__pycache__/", "*.nbi", "*.nbc"] + list(env.get("excludes", []))
+    env["excludes"] = ["__pycache__/", "*.nbi", "*.nbc"] + list(env.get("excludes", []))
     return env
 
 

@@ -209,11 +209,15 @@ class PartitionTask:
 
 
 def worker_location() -> dict[str, Any]:
-    """Return where this process runs: host name, process id and, on Ray, node IP and id.
+    """Return where this process runs: host, pid, package directory, Ray node IP and id.
 
-    Ray is not imported here: a Ray worker has loaded it already.
+    ``package`` is the directory this package was loaded from (on a cluster: the copy Ray
+    unpacked from the shipped package). Ray is not imported here: a Ray worker has loaded it
+    already.
     """
-    where: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+    where: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(),
+                             "package": os.path.dirname(os.path.dirname(
+                                 os.path.abspath(__file__)))}
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         where["node_ip"] = ray.util.get_node_ip_address()
