@@ -4,6 +4,7 @@ and the ROUGE-1.5.5 multi-reference rules equal the Perl script's figures."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -17,11 +18,21 @@ METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 pytestmark = pytest.mark.filterwarnings("ignore::pipeline.scoring.SentenceSplitWarning")
 
 
-def _ours(examples, **options):
+def _ours(examples, source="lists", **options):
+    """Our scores of a shared examples table, indexed by id.
+
+    ``source``: ``lists`` (Python lists, as a notebook passes them) or ``arrow`` (the Parquet
+    columns themselves, chunked as read, which is what the pipeline's score tasks pass).
+    """
     scorer = Scorer(metrics=METRICS, **options)
-    table = scorer.score_batch(examples["prediction"].tolist(),
-                               examples["references"].tolist()).table.to_pandas()
-    table.index = examples["id"].values
+    if source == "arrow":
+        table = scorer.score_batch(examples.column("prediction"),
+                                   examples.column("references")).table
+    else:
+        table = scorer.score_batch(examples.column("prediction").to_pylist(),
+                                   examples.column("references").to_pylist()).table
+    table = table.to_pandas()
+    table.index = examples.column("id").to_numpy(zero_copy_only=False)
     return table
 
 
@@ -39,13 +50,14 @@ def _assert_equal_long(ours, expected, columns):
                 f"{got[bad[0]]!r} != {want[bad[0]]!r}")
 
 
+@pytest.mark.parametrize("source", ["lists", "arrow"])
 @pytest.mark.parametrize("stemmer", ["none", "porter"])
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_rouge_score_parity_on_shared_data(shared_dir, dataset, stemmer):
-    examples = pq.read_table(shared_dir / "data" / dataset / "examples.parquet").to_pandas()
+def test_rouge_score_parity_on_shared_data(shared_dir, dataset, stemmer, source):
+    examples = pq.read_table(shared_dir / "data" / dataset / "examples.parquet")
     expected = pq.read_table(
         shared_dir / "data" / dataset / "expected_rouge_score.parquet").to_pandas()
-    ours = _ours(examples, stemmer=stemmer)
+    ours = _ours(examples, source, stemmer=stemmer)
     _assert_equal_long(ours, expected[expected.stemmer == stemmer],
                        {"precision": "precision", "recall": "recall", "fmeasure": "fmeasure"})
 
@@ -57,21 +69,22 @@ RULE_CASES += [(d, mode, rule) for d in DATASETS[1:]
                for mode, rule in (("A", "pooled"), ("B", "best-recall"))]
 
 
+@pytest.mark.parametrize("source", ["lists", "arrow"])
 @pytest.mark.parametrize(("dataset", "mode", "rule"), RULE_CASES)
-def test_rouge155_multi_reference_rules(shared_dir, dataset, mode, rule):
+def test_rouge155_multi_reference_rules(shared_dir, dataset, mode, rule, source):
     path = shared_dir / "data" / dataset
     expected = pq.read_table(path / "expected_rouge155.parquet").to_pandas()
     expected = expected[(expected.stemmer == "none") & (expected.multiref_mode == mode)]
     assert not expected.empty
-    examples = pq.read_table(path / "examples.parquet").to_pandas()
-    ours = _ours(examples, multi_reference=rule)
+    ours = _ours(pq.read_table(path / "examples.parquet"), source, multi_reference=rule)
     _assert_equal_long(ours, expected, {
         "precision": "precision", "recall": "recall", "fmeasure": "fmeasure",
         "hit": "matches", "model_count": "reference_units", "peer_count": "prediction_units"})
 
 
+@pytest.mark.parametrize("source", ["lists", "arrow"])
 @pytest.mark.parametrize("stemmer", ["none", "porter"])
-def test_rouge_score_parity_on_bundled_realsumm(stemmer):
+def test_rouge_score_parity_on_bundled_realsumm(stemmer, source):
     """Runs without ../shared: the bundled REALSumm shards against rouge-score's values."""
     preds = pq.read_table(BUNDLED / "predictions").to_pandas()
     refs = pq.read_table(BUNDLED / "references.parquet").to_pandas()
@@ -79,7 +92,8 @@ def test_rouge_score_parity_on_bundled_realsumm(stemmer):
     examples = preds.assign(references=grouped.loc[preds["id"]].to_list())
     expected = pq.read_table(
         ROOT / "tests" / "data" / "realsumm_expected_rouge_score.parquet").to_pandas()
-    ours = _ours(examples, stemmer=stemmer)
+    ours = _ours(pa.Table.from_pandas(examples, preserve_index=False), source,
+                 stemmer=stemmer)
     assert len(ours) == 2500
     _assert_equal_long(ours, expected[expected.stemmer == stemmer],
                        {"precision": "precision", "recall": "recall", "fmeasure": "fmeasure"})
@@ -89,7 +103,6 @@ def test_long_multi_line_texts_from_arrow_equal_rouge_score():
     """Texts of 150-500 tokens on many lines, read from Arrow arrays as the pipeline reads
     them: rougeLsum walks bit rows per prediction line (longer than two words), against
     rouge-score 0.1.2 itself."""
-    import pyarrow as pa
     from rouge_score import rouge_scorer
 
     preds = pq.read_table(BUNDLED / "predictions").column("prediction").to_pylist()
