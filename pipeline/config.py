@@ -105,7 +105,8 @@ class ScoreConfig:
             address: see :func:`pipeline.engine.run.choose_engine`), ``ray`` (local
             instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
-        num_cpus: CPUs of a local Ray instance; None means every CPU of this machine.
+        num_cpus: CPUs of a local Ray instance, or worker processes of the in-process
+            engine (1: one task at a time); None means every CPU of this machine.
         partition_rows: predictions rows per work partition (the number of partitions is
             ``ceil(prediction rows / partition_rows)``; it fixes the output file count).
         ship_code: on a cluster, upload this package to the workers (Ray runtime_env

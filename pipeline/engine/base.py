@@ -55,3 +55,13 @@ class Runner(Protocol):
     def close(self) -> None:
         """Release what the runner started (a local Ray instance, its temp dir)."""
         ...
+
+
+def small_result(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a task function whose result is small (counts, file names), never a table.
+
+    An engine may run such a task in another process and send its result back (the local
+    engine forks workers for them); tasks returning tables run where their result is used.
+    """
+    fn.small_result = True  # type: ignore[attr-defined]
+    return fn

@@ -340,7 +340,7 @@ def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
     if (engine or config.engine) == "local":
         from pipeline.engine.local import LocalRunner
 
-        return LocalRunner()
+        return LocalRunner(processes=config.num_cpus)
     from pipeline.engine.ray_runner import RayRunner, package_runtime_env
 
     address = config.resolved_address()

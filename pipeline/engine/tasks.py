@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
@@ -404,6 +405,7 @@ def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
     return check, (None if joined.problems.counts else joined)
 
 
+@small_result
 def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                     *pieces: pa.Table) -> PartitionResult:
     """Join one partition's pieces, then :func:`score_joined` (a run whose check was saved).
@@ -424,6 +426,7 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
     return score_joined(spec, settings, task, joined, started=start)
 
 
+@small_result
 def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                  joined: Joined, *, started: float | None = None) -> PartitionResult:
     """Score and write one joined partition's examples, then its completion marker.

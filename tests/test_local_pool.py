@@ -1,0 +1,124 @@
+"""The in-process engine on several cores: forked score workers, threads for the rest.
+
+Each run is ``overlap score --engine local`` in its own process (no Ray in it, so the engine
+forks), on the bundled REALSumm data in five partitions. The reference for every result is
+the same command with ``num_cpus: 1`` (one task at a time, nothing forked), whose own values
+the parity tests check against rouge-score.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "pipeline" / "data" / "realsumm"
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or (os.cpu_count() or 1) < 2, reason="forks on Linux, >= 2 CPUs")
+
+
+def _command(tmp: Path, name: str, cpus: int) -> list[str]:
+    config = tmp / f"{name}.yaml"
+    config.write_text(f"group_by: [system]\npartition_rows: 500\nbootstrap: 200\n"
+                      f"num_cpus: {cpus}\n")
+    return [sys.executable, "-m", "pipeline.cli", "score", str(DATA / "predictions"),
+            "--references", str(DATA / "references.parquet"), "--output", str(tmp / name),
+            "--config", str(config), "--engine", "local"]
+
+
+def _run(cmd: list[str], faults: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    if faults is not None:
+        env["OVERLAP_FAULTS"] = json.dumps(faults)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def _examples(run: Path) -> pa.Table:
+    table = pq.read_table(run / "examples").drop_columns(["run_id"])
+    return table.sort_by("id").replace_schema_metadata(None)
+
+
+@pytest.fixture(scope="module")
+def sequential(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("sequential")
+    result = _run(_command(tmp, "run", 1))
+    assert result.returncode == 0, result.stderr
+    return tmp / "run"
+
+
+def test_forked_workers_write_what_one_process_writes(sequential, tmp_path):
+    result = _run(_command(tmp_path, "run", 2))
+    assert result.returncode == 0, result.stderr
+    run = tmp_path / "run"
+    assert _examples(run).equals(_examples(sequential))
+    assert pq.read_table(run / "aggregate.parquet").equals(
+        pq.read_table(sequential / "aggregate.parquet"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["engine"]["num_cpus"] == 2
+    driver = manifest["engine"]["pid"]
+    writers = {e["where"]["pid"] for e in manifest["outputs"]["examples"]}
+    assert len(manifest["outputs"]["examples"]) == 5
+    assert driver not in writers and 1 <= len(writers) <= 2  # written by forked workers
+    one = json.loads((sequential / "manifest.json").read_text())
+    assert {e["where"]["pid"] for e in one["outputs"]["examples"]} == {one["engine"]["pid"]}
+
+
+def test_a_killed_worker_fails_the_run_in_one_line_and_the_rerun_resumes(sequential, tmp_path):
+    cmd = _command(tmp_path, "run", 2)
+    log = tmp_path / "attempts"
+    result = _run(cmd, {"partition": 3, "action": "kill", "log": str(log)})
+    assert result.returncode == 4, result.stderr
+    [line] = result.stderr.strip().splitlines()[-1:]
+    assert "died with signal SIGKILL" in line and "resumes" in line
+    assert "Traceback" not in result.stderr
+    [killed] = (int(p) for p in log.read_text().split())
+    assert not Path(f"/proc/{killed}").exists()
+    assert not (tmp_path / "run").exists()  # nothing published
+
+    again = _run(cmd, {"partition": 3, "action": "kill", "log": str(log)})  # acts once only
+    assert again.returncode == 0, again.stderr
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["resumed"]
+    assert _examples(tmp_path / "run").equals(_examples(sequential))
+
+
+def test_an_error_inside_a_worker_reaches_the_user_as_itself(tmp_path):
+    result = _run(_command(tmp_path, "run", 2),
+                  {"partition": 2, "action": "input", "log": str(tmp_path / "attempts")})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: injected input error in partition 2")
+
+
+def test_sigterm_stops_the_forked_workers(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+           "OVERLAP_FAULTS": json.dumps({"delay_s": 60})}
+    proc = subprocess.Popen(_command(tmp_path, "run", 2), env=env, cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        workers: list[int] = []
+        while time.monotonic() < deadline and len(workers) < 2:
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+            workers = [int(p) for p in children.read_text().split()] if children.exists() \
+                else []
+            time.sleep(0.2)
+        assert len(workers) == 2, "the workers did not start"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1].startswith("Error: terminated (SIGTERM)")
+    assert not any(Path(f"/proc/{p}").exists() for p in workers)
