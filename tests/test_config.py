@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -168,17 +167,12 @@ def test_auto_engine_choice(monkeypatch):
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not initialized here
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    small = SimpleNamespace(prediction_rows=999_999)
-    large = SimpleNamespace(prediction_rows=1_000_000)
+    small = SimpleNamespace(prediction_rows=2_000_000)
+    large = SimpleNamespace(prediction_rows=2_000_001)
     assert choose_engine(ScoreConfig(), small) == (
-        "local", "auto: 999,999 prediction rows < 1,000,000 (2 CPUs)")
+        "local", "auto: 2,000,000 prediction rows <= 2,000,000")
     assert choose_engine(ScoreConfig(), large) == (
-        "ray", "auto: 1,000,000 prediction rows >= 1,000,000 (2 CPUs)")
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)  # Ray's other cores pay sooner
-    assert choose_engine(ScoreConfig(), SimpleNamespace(prediction_rows=200_000)) == (
-        "ray", "auto: 200,000 prediction rows >= 200,000 (8 CPUs)")
-    assert choose_engine(ScoreConfig(), SimpleNamespace(prediction_rows=199_999))[0] == "local"
+        "ray", "auto: 2,000,001 prediction rows > 2,000,000")
     assert choose_engine(ScoreConfig(address="10.0.0.1:6379"), small) == (
         "ray", "auto: a Ray cluster address is set")
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")

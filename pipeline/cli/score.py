@@ -151,10 +151,9 @@ def _rouge155_mapping(flags: str) -> list[str]:
               help="Texts over --max-tokens: truncate (cut, flag in column 'truncated', "
                    "count) or error.  [default: truncate]")
 @click.option("--engine", type=_Choice(ENGINES),
-              help="auto (in-process below 1,000,000 prediction rows on up to 2 CPUs, 200,000 "
-                   "on more, else Ray; Ray whenever "
-                   "an address is set), ray (local instance or --address) or local "
-                   "(in-process).  [default: auto]")
+              help="auto (in-process on every CPU up to 2,000,000 prediction rows, else Ray; "
+                   "Ray whenever an address is set), ray (local instance or --address) or "
+                   "local (in-process).  [default: auto]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
                                 "local Ray sized to this machine.")
 @click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
