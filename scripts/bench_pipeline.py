@@ -20,14 +20,16 @@ under --workdir as 8 shards of predictions with a `references` list<string> colu
 (layout "inline"), and again as 8 shards of predictions plus a separate one-row-per-
 reference table in 5 shards, shuffled differently (layout "rows": the join by id).
 
-Variants, each run as its own process and timed from outside (wall clock with
+Variants, each run as its own process --runs times in turn (median and range reported; the
+5,000-row case has its own warm-up and --small-runs) and timed from outside (wall clock with
 time.perf_counter around subprocess.run; driver peak RSS from /usr/bin/time; peak of the
 whole process tree, Ray's workers included, as the sum of /proc/PID/smaps_rollup Pss over
 the tree sampled every 0.2 s):
 
 - baseline: pyarrow read -> rouge_score_rs RougeScorer.score_batch -> pyarrow write (the
   script in BASELINE below, run with `python -c`); rouge-score-rs scores on every core.
-- overlap: `overlap score` with the default config (local Ray, bootstrap 1000), inline.
+- overlap: `overlap score` with the default config (engine auto: in-process on every CPU up
+  to 2M rows, a local Ray above; bootstrap 1000), inline.
 - overlap --bootstrap 0: the same without intervals (the baseline computes none).
 - overlap rows: the default config on the separate references table (join by id).
 
@@ -273,6 +275,16 @@ def manifest_seconds(run_dir: Path) -> dict[str, float]:
     return out
 
 
+def run_variant(cmd: list[str], env: dict[str, str]) -> dict:
+    """:func:`run`, plus the engine and stage seconds of an `overlap score` command's run."""
+    r = run(cmd, env=env)
+    if "score" in cmd and "--output" in cmd:
+        m = manifest_seconds(Path(cmd[cmd.index("--output") + 1]))
+        r["engine"] = m.pop("engine")
+        r["stages"] = m
+    return r
+
+
 STAGES = ("plan", "engine_start", "read_check", "score", "aggregate", "engine_stop")
 
 
@@ -285,7 +297,6 @@ def stage_cells(r: dict) -> str:
 
 def small_case(work: Path, overlap: str, env: dict[str, str], runs: int) -> list[dict]:
     """5,000 rows: default command and baseline, warm-up excluded, runs taken in turn."""
-    import statistics
 
     n = 5_000
     paths = make_inputs(work, n)
@@ -300,26 +311,12 @@ def small_case(work: Path, overlap: str, env: dict[str, str], runs: int) -> list
     }
     for cmd in cmds.values():  # warm-up, not timed
         run(cmd, env=env)
-    times: dict[str, list[float]] = {k: [] for k in cmds}
-    stages: dict[str, list[float]] = {}
+    timed: dict[str, list[dict]] = {k: [] for k in cmds}
     for _ in range(runs):
         for name, cmd in cmds.items():
-            times[name].append(run(cmd, env=env)["seconds"])
-            if name.startswith("overlap"):
-                for k, v in manifest_seconds(out / "ovl").items():
-                    if isinstance(v, float):
-                        stages.setdefault(k, []).append(v)
-    results = []
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        r = {"rows": n, "variant": name + f", median of {runs}", "seconds": med,
-             "range": (min(ts), max(ts)), "rows_per_s": n / med, "driver_mb": 0.0,
-             "tree_mb": 0.0}
-        if name.startswith("overlap"):
-            r["stages"] = {k: statistics.median(v) for k, v in stages.items()}
-            r["engine"] = manifest_seconds(out / "ovl")["engine"]
-        results.append(r)
-    return results
+            timed[name].append(run_variant(cmd, env))
+    return [median_run(rs, rows=n, variant=f"{name}, median of {runs}")
+            for name, rs in timed.items()]
 
 
 def cold_case(work: Path, env: dict[str, str], runs: int = 3) -> dict:
@@ -376,6 +373,24 @@ def engine_case(work: Path, overlap: str, env: dict[str, str], sizes: list[int])
     return out
 
 
+def median_run(rs: list[dict], **labels: object) -> dict:
+    """The median of several runs of one variant: wall seconds with their range, memory and
+    stage seconds (each the median of its own)."""
+    import statistics
+
+    seconds = [r["seconds"] for r in rs]
+    med = statistics.median(seconds)
+    out = {**labels, "seconds": med, "range": (min(seconds), max(seconds)), "runs": len(rs),
+           "rows_per_s": labels["rows"] / med,  # type: ignore[operator]
+           "driver_mb": statistics.median(r["driver_mb"] for r in rs),
+           "tree_mb": max(r["tree_mb"] for r in rs)}
+    if "stages" in rs[0]:
+        out["engine"] = rs[0]["engine"]
+        out["stages"] = {k: statistics.median(r["stages"][k] for r in rs)
+                         for k in rs[0]["stages"]}
+    return out
+
+
 def check_agreement(baseline_out: Path, overlap_out: Path) -> str:
     base = pq.read_table(baseline_out)
     ours = pq.read_table(overlap_out / "examples")
@@ -392,6 +407,9 @@ def main() -> None:
                         help="sizes to run (repeatable; default 1000000)")
     parser.add_argument("--small-runs", type=int, default=5,
                         help="timed runs of the 5,000-row case (0 skips it)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed runs of each variant at each size up to 2M rows, taken in "
+                        "turn (median and range reported)")
     parser.add_argument("--cold", action="store_true",
                         help="also time the first run after a fresh pip install")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
@@ -439,17 +457,16 @@ def main() -> None:
                  [sys.executable, "-c", RAY_DATA, "rows", str(paths["inline"].parent),
                   str(out / "raydataj")]),
             ]
-        for name, cmd in variants:
-            print(f"{n:>9,} rows  {name} ...", file=sys.stderr, flush=True)
-            r = run(cmd, env=env)
-            r.update(rows=n, variant=name, rows_per_s=n / r["seconds"])
-            if name.startswith("overlap"):
-                run_dir = Path(cmd[cmd.index("--output") + 1])
-                m = manifest_seconds(run_dir)
-                r["engine"] = m.pop("engine")
-                r["stages"] = m
-            results.append(r)
-            loads.append(os.getloadavg()[0])
+        runs = 1 if n > LARGE_ROWS else args.runs
+        timed: dict[str, list[dict]] = {name: [] for name, _ in variants}
+        for k in range(runs):  # the variants in turn, `runs` times
+            for name, cmd in variants:
+                print(f"{n:>9,} rows  {name} (run {k + 1} of {runs}) ...", file=sys.stderr,
+                      flush=True)
+                timed[name].append(run_variant(cmd, env))
+                loads.append(os.getloadavg()[0])
+        for name, rs in timed.items():
+            results.append(median_run(rs, rows=n, variant=name))
         if n <= LARGE_ROWS:
             agreement = check_agreement(out / "base.parquet", out / "ovl")
             next(r for r in results if r["rows"] == n and r["variant"].startswith(
@@ -484,15 +501,16 @@ def main() -> None:
     if not sizes:
         return
     print()
-    print("| rows | variant | wall s | rows/s | vs baseline | driver peak RSS MB | "
-          "tree peak PSS MB | engine | " + " | ".join(STAGES) + " |")
+    print("| rows | variant | wall s, median (range) | rows/s | vs baseline | driver peak RSS "
+          "MB | tree peak PSS MB | engine | " + " | ".join(STAGES) + " |")
     print("|---:|---|---:|---:|---:|---:|---:|---|" + "---:|" * len(STAGES))
     for n in sizes:
         rows = [r for r in results if r["rows"] == n]
         base = rows[0]["rows_per_s"] if n <= LARGE_ROWS else None
         for r in rows:
             ratio = f"{r['rows_per_s'] / base:.2f}x" if base else "-"
-            print(f"| {n:,} | {r['variant']} | {r['seconds']:.1f} | {r['rows_per_s']:,.0f} | "
+            print(f"| {n:,} | {r['variant']} | {r['seconds']:.1f} ({r['range'][0]:.1f}-"
+                  f"{r['range'][1]:.1f}) | {r['rows_per_s']:,.0f} | "
                   f"{ratio} | {r['driver_mb']:,.0f} | "
                   f"{r['tree_mb']:,.0f} | {r.get('engine', '-')} {stage_cells(r)}|")
     print()

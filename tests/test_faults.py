@@ -134,7 +134,8 @@ def test_an_input_error_on_a_worker_fails_once_clearly(local_ray, tmp_path, monk
 
 def test_after_an_infrastructure_failure_a_rerun_scores_only_unfinished_partitions(
         clean_run, tmp_path, monkeypatch):
-    cfg = ScoreConfig(engine="local", **SETTINGS)  # in-process: partitions run in order
+    # in-process, one task at a time: partitions run in order
+    cfg = ScoreConfig(engine="local", num_cpus=1, **SETTINGS)
     _faults(monkeypatch, partition=2, action="transient", log=str(tmp_path / "attempts"))
     with pytest.raises(ExecutionError, match="injected transient failure in partition 2"):
         score(PREDS, references=REFS, output=str(tmp_path / "run"), config=cfg)
