@@ -162,12 +162,14 @@ class Prepared:
             grouped) the same rows ordered by group.
         hashes: uint64 (len(values),): each row's identity hash, in the same order.
         scopes: ``all`` (rows 0..n), then each group in sorted order of its values.
+        group_types: the Arrow type of each group column.
 
     """
 
     values: np.ndarray
     hashes: np.ndarray
     scopes: list[Scope]
+    group_types: tuple[pa.DataType, ...] = ()
 
 
 def scopes_of(table: pa.Table, *, columns: Sequence[str], group_by: Sequence[str] = (),
@@ -216,7 +218,8 @@ def scopes_of(table: pa.Table, *, columns: Sequence[str], group_by: Sequence[str
         bounds = n + np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(keys)))])
         scopes += [Scope("group", key, int(bounds[g]), int(bounds[g + 1]))
                    for g, key in enumerate(keys)]
-    return Prepared(matrix, hashes, scopes)
+    return Prepared(matrix, hashes, scopes,
+                    tuple(table.schema.field(name).type for name in group_by))
 
 
 def grids_of(prepared: Prepared, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -230,8 +233,8 @@ def grids_of(prepared: Prepared, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
     k = prepared.values.shape[1]
     grid = np.empty(k * len(prepared.values))
     for s in prepared.scopes:
-        grid[k * s.start:k * s.stop] = stats.to_grid(
-            prepared.values[s.start:s.stop], max_weight=stats.MAX_WEIGHT["poisson"]).ravel()
+        stats.to_grid(prepared.values[s.start:s.stop], max_weight=stats.MAX_WEIGHT["poisson"],
+                      out=grid[k * s.start:k * s.stop].reshape(k, s.stop - s.start))
     keys = stats.stream_keys(prepared.hashes, seed=seed, weights="poisson")
     return grid, keys
 
@@ -266,7 +269,8 @@ def _threads(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[A
         return list(pool.map(lambda args: fn(*args), args_list))
 
 
-def aggregate(table: pa.Table, *, metrics: Sequence[str | MetricSpec],
+def aggregate(table: pa.Table | Callable[[list[str]], pa.Table], *,
+              metrics: Sequence[str | MetricSpec],
               group_by: Sequence[str] = (), thresholds: Sequence[Threshold] = (),
               n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 12345,
               map_chunks: MapChunks | None = None, id_column: str | None = None,
@@ -276,7 +280,10 @@ def aggregate(table: pa.Table, *, metrics: Sequence[str | MetricSpec],
     Args:
         table: per-example rows with the columns of :func:`value_columns` (float64
             ``{metric}_{measure}``, the statistics of corpus metrics, bool ``passed_...``),
-            the ``group_by`` columns and ``id_column``.
+            the ``group_by`` columns and ``id_column``; or a function that reads those
+            columns (given their names) into such a table: it is then freed as soon as its
+            values are laid out, so the driver never holds the table and the matrix of
+            values and the bootstrap's grid at once.
         metrics: metric names (resolved by the registry under ``options``) or specs, in
             output order.
         group_by: columns whose value combinations form groups (none: only ``all`` rows);
@@ -303,7 +310,13 @@ def aggregate(table: pa.Table, *, metrics: Sequence[str | MetricSpec],
     """
     specs = resolve_specs(metrics, options)
     columns, rows = _layout(specs, thresholds)
-    prepared = scopes_of(table, columns=columns, group_by=group_by, id_column=id_column)
+    if callable(table):  # read here, so that the table is freed once its values are laid out
+        needed = [*([id_column] if id_column else []), *group_by, *columns]
+        prepared = scopes_of(table(list(dict.fromkeys(needed))), columns=columns,
+                             group_by=group_by, id_column=id_column)
+        pa.default_memory_pool().release_unused()
+    else:
+        prepared = scopes_of(table, columns=columns, group_by=group_by, id_column=id_column)
     scopes = prepared.scopes
     estimates = [r.estimate for r in rows]
     intervals: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(scopes)
@@ -340,7 +353,8 @@ def aggregate(table: pa.Table, *, metrics: Sequence[str | MetricSpec],
             out["ci_high"].append(high)
             out["n_examples"].append(len(values))
     fields = [pa.field("scope", pa.string())]
-    fields += [pa.field(name, table.schema.field(name).type) for name in group_by]
+    fields += [pa.field(name, t)
+               for name, t in zip(group_by, prepared.group_types, strict=True)]
     fields += [pa.field("metric", pa.string()), pa.field("measure", pa.string()),
                pa.field("statistic", pa.string()), pa.field("threshold", pa.float64()),
                pa.field("mean", pa.float64()), pa.field("ci_low", pa.float64()),

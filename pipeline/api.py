@@ -191,7 +191,8 @@ def score(
             t = time.perf_counter()
             parts = [p for p in ran.parts if p.name is not None]
             agg = aggregate_examples(cfg, runner,
-                                     [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts])
+                                     [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts],
+                                     n_examples=sum(p.num_rows for p in parts))
             seconds["aggregate"] = time.perf_counter() - t
         except BaseException:
             runner.close()  # now: an interrupted or failed run leaves nothing running

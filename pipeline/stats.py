@@ -111,7 +111,8 @@ def position_hashes(n: int) -> np.ndarray:
     return out
 
 
-def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
+def to_grid(values: np.ndarray, *, max_weight: int, out: np.ndarray | None = None
+            ) -> np.ndarray:
     """Round each column to its exact-summation grid, transposed for the resampling kernel.
 
     Column q is rounded (to nearest, ties to even) to multiples of ``2**-s_q``, the largest
@@ -121,9 +122,10 @@ def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
     Args:
         values: float64 (n, k), finite.
         max_weight: the largest weight a resample gives one example (8 Poisson, 1 flip).
+        out: float64 (k, n), C-contiguous, to write the grid into (None: a new array).
 
     Returns:
-        float64 (k, n), C-contiguous.
+        float64 (k, n), C-contiguous: ``out`` when given.
 
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
@@ -135,7 +137,8 @@ def to_grid(values: np.ndarray, *, max_weight: int) -> np.ndarray:
         if top[q] > 0.0:
             s = 52 - math.ceil(math.log2(max_weight * n * float(top[q])))
             scales[q] = 2.0 ** min(s, 1000)
-    out = np.empty((k, n))
+    if out is None:
+        out = np.empty((k, n))
     kernel("round_transposed")(values, scales, out)
     return out
 

@@ -221,7 +221,7 @@ def test_bootstrap_spread_over_ray_workers_gives_the_same_intervals(ray_run, mon
     monkeypatch.setattr(engine_run, "spreads_bootstrap", lambda runner, draws: True)
     runner = RayRunner()  # reuses the session's instance
     try:
-        spread = engine_run.aggregate_examples(cfg, runner, files)
+        spread = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
     finally:
         runner.close()
     assert spread.equals(pq.read_table(out / "aggregate.parquet").replace_schema_metadata())

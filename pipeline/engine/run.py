@@ -258,28 +258,32 @@ def chunk_mapper(runner: Runner) -> MapChunks:
     return map_chunks
 
 
-def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location]
-                       ) -> pa.Table:
+def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location], *,
+                       n_examples: int) -> pa.Table:
     """Read the examples' numeric (and group) columns and aggregate them.
 
     Text is never read. The bootstrap is spread over ``runner``'s workers when it is large
     (see :func:`spreads_bootstrap`); the result does not depend on where it ran.
 
+    Args:
+        config: the run's settings.
+        runner: where bootstrap chunks may run.
+        example_files: the examples files written by the score stage.
+        n_examples: their rows in all (to decide where the bootstrap runs).
+
     Raises:
         InputError: no example.
 
     """
-    from pipeline.aggregate import aggregate, value_columns
+    from pipeline.aggregate import aggregate
 
-    numeric = read_columns(example_files, [config.id_column, *config.group_by,
-                                           *value_columns(config.metrics, config.thresholds,
-                                                          config.to_dict())])
     # No sort needed: each example's resampling weights are keyed by the hash of its id and
     # the weighted sums are exact (see pipeline.stats), so the intervals do not depend on
     # the row order (partition_rows, engine, order of the input files).
-    draws = numeric.num_rows * config.bootstrap * (2 if config.group_by else 1)
+    draws = n_examples * config.bootstrap * (2 if config.group_by else 1)
     distribute = spreads_bootstrap(runner, draws)
-    return aggregate(numeric, metrics=config.metrics, group_by=config.group_by,
+    return aggregate(lambda columns: read_columns(example_files, columns),
+                     metrics=config.metrics, group_by=config.group_by,
                      thresholds=config.thresholds, n_bootstrap=config.bootstrap,
                      confidence=config.confidence, seed=config.seed,
                      map_chunks=chunk_mapper(runner) if distribute else None,
