@@ -100,20 +100,38 @@ def test_an_error_inside_a_worker_reaches_the_user_as_itself(tmp_path):
         "Error: injected input error in partition 2")
 
 
-def test_sigterm_stops_the_forked_workers(tmp_path):
+def _slow_run(tmp: Path) -> subprocess.Popen:
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
            "OVERLAP_FAULTS": json.dumps({"delay_s": 60})}
-    proc = subprocess.Popen(_command(tmp_path, "run", 2), env=env, cwd=ROOT, text=True,
+    return subprocess.Popen(_command(tmp, "run", 2), env=env, cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _workers_of(proc: subprocess.Popen, count: int = 2) -> list[int]:
+    """The forked workers of ``proc``, once ``count`` of them run."""
+    deadline = time.monotonic() + 120
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    while time.monotonic() < deadline:
+        workers = [int(p) for p in children.read_text().split()] if children.exists() else []
+        if len(workers) >= count:
+            return workers
+        time.sleep(0.2)
+    raise AssertionError("the workers did not start")
+
+
+def _gone(pids: list[int], timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(Path(f"/proc/{p}").exists() for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigterm_stops_the_forked_workers(tmp_path):
+    proc = _slow_run(tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        workers: list[int] = []
-        while time.monotonic() < deadline and len(workers) < 2:
-            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-            workers = [int(p) for p in children.read_text().split()] if children.exists() \
-                else []
-            time.sleep(0.2)
-        assert len(workers) == 2, "the workers did not start"
+        workers = _workers_of(proc)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -121,4 +139,19 @@ def test_sigterm_stops_the_forked_workers(tmp_path):
             proc.kill()
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[-1].startswith("Error: terminated (SIGTERM)")
-    assert not any(Path(f"/proc/{p}").exists() for p in workers)
+    assert _gone(workers)
+
+
+def test_workers_die_with_a_killed_driver_and_the_rerun_resumes_at_once(sequential, tmp_path):
+    proc = _slow_run(tmp_path)
+    try:
+        workers = _workers_of(proc)
+        proc.kill()  # SIGKILL: no clean-up runs in the driver
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _gone(workers)  # they no longer hold the output's lock
+    result = _run(_command(tmp_path, "run", 2))
+    assert result.returncode == 0, result.stderr
+    assert _examples(tmp_path / "run").equals(_examples(sequential))

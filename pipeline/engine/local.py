@@ -14,7 +14,8 @@ machine's cores without ever copying a table between processes:
 A forked worker that dies (killed, out of memory) fails the run with an
 :class:`~pipeline.errors.ExecutionError`; the partitions written so far have their
 completion markers, so running the same command again resumes. Ctrl-C and SIGTERM stop the
-workers (they ignore SIGINT themselves and are terminated by this process). No fork happens
+workers (they ignore SIGINT themselves and are terminated by this process), and on Linux the
+kernel kills them when this process dies, even by SIGKILL. No fork happens
 where Ray is initialized in this process (its threads make a fork unsafe), nor where the
 platform has no ``fork``: the stage then runs in this process.
 """
@@ -94,8 +95,24 @@ def can_fork() -> bool:
     return ray is None or not ray.is_initialized()
 
 
-def _work(conn: Any, counter: Any, calls: Sequence[_Deferred]) -> None:
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux), even by SIGKILL.
+
+    A worker must not outlive its run: it would go on writing into the staging directory and
+    hold the output's lock (an inherited ``flock``) against the rerun.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _work(conn: Any, counter: Any, calls: Sequence[_Deferred], parent: int) -> None:
     """A forked worker: take the next call until none is left, send ``(i, ok, value)``."""
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us on Ctrl-C
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     while True:
@@ -207,7 +224,8 @@ class LocalRunner:
         try:
             for _ in range(min(self.processes, len(calls))):
                 recv, send = ctx.Pipe(duplex=False)
-                worker = ctx.Process(target=_work, args=(send, counter, calls), daemon=True)
+                worker = ctx.Process(target=_work, args=(send, counter, calls, os.getpid()),
+                                     daemon=True)
                 with warnings.catch_warnings():  # Python 3.12+: a fork beside Arrow's threads
                     warnings.simplefilter("ignore", DeprecationWarning)
                     worker.start()
