@@ -33,6 +33,8 @@ from pipeline.values import (
 )
 
 ENGINES = ("auto", "ray", "local")
+# The most CPUs (local Ray) or worker processes (in-process) one machine's run may ask for.
+MAX_NUM_CPUS = 4096
 DEFAULT_SEED = 12345
 # What to do with ids present on one side only, empty reference lists and over-long texts.
 ON_MISSING = ("error", "skip", "zero")
@@ -106,7 +108,8 @@ class ScoreConfig:
             instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
         num_cpus: CPUs of a local Ray instance, or worker processes of the in-process
-            engine (1: one task at a time); None means every CPU of this machine.
+            engine (1: one task at a time), at most :data:`MAX_NUM_CPUS`; None means every
+            CPU this process may use.
         partition_rows: predictions rows per work partition (the number of partitions is
             ``ceil(prediction rows / partition_rows)``; it fixes the output file count).
         ship_code: on a cluster, upload this package to the workers (Ray runtime_env
@@ -179,8 +182,9 @@ class ScoreConfig:
                               hint="e.g. 0.95")
         if self.seed < 0:
             raise ConfigError(f"seed: expected an integer >= 0, got {self.seed}")
-        if self.num_cpus is not None and self.num_cpus < 1:
-            raise ConfigError(f"num_cpus: expected >= 1, got {self.num_cpus}")
+        if self.num_cpus is not None and not 1 <= self.num_cpus <= MAX_NUM_CPUS:
+            raise ConfigError(f"num_cpus: expected 1 to {MAX_NUM_CPUS:,} (CPUs of this "
+                              f"machine), got {self.num_cpus}")
         if self.partition_rows < 1:
             raise ConfigError(f"partition_rows: expected >= 1, got {self.partition_rows}")
 

@@ -67,6 +67,8 @@ def test_flags_override_the_file_and_none_means_not_given(tmp_path):
     ("bleu_smooth_value: -1\n", r"bleu_smooth_value: expected a value >= 0"),
     ("threshold: [rougeL.fmeasure=-0.1]\n", r"must be in \[0, 1\]"),
     ("max_tokens: 0\n", r"max_tokens must be a whole number >= 1"),
+    ("num_cpus: 0\n", r"num_cpus: expected 1 to 4,096 \(CPUs of this machine\), got 0"),
+    ("num_cpus: 99999999999999999999\n", r"num_cpus: expected 1 to 4,096"),
     ("threshold: [rougeL.f1=0.5]\n", r"unknown measure 'f1'"),
     ("threshold: [rougeL.fmeasure=2]\n", r"must be in \[0, 1\]"),
     ("threshold: [rouge3.fmeasure=0.2]\n", r"metric 'rouge3' is not among the run's"),

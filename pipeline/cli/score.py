@@ -318,7 +318,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
                                 else "")
     else:
         where = (f"Ray cluster at {engine['address']}" if engine.get("address")
-                 else "local Ray") + f", {engine.get('num_cpus', 0)} CPUs"
+                 else "local Ray") + f", {engine.get('num_cpus', 0)} CPU" + (
+                     "" if engine.get("num_cpus") == 1 else "s")
     seconds = manifest["seconds"]["total"]
     interval = (f"{config['confidence']:.0%} percentile bootstrap interval "
                 f"({config['bootstrap']} resamples, seed {config['seed']})"

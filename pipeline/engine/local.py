@@ -35,6 +35,7 @@ from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from typing import Any, cast
 
+from pipeline.engine.base import usable_cpus
 from pipeline.errors import ExecutionError
 
 
@@ -79,12 +80,6 @@ def _resolve(arg: Any) -> Any:
 
 def _call_of(handle: Any) -> _Deferred:
     return handle.parent if isinstance(handle, _Item) else handle
-
-
-def _usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def can_fork() -> bool:
@@ -145,7 +140,7 @@ class LocalRunner:
     name = "local"
 
     def __init__(self, processes: int | None = None) -> None:
-        self.processes = max(1, processes or _usable_cpus())
+        self.processes = max(1, processes or usable_cpus())
         self._workers: list[BaseProcess] = []
 
     def submit(self, fn: Callable[..., Any], *args: Any, num_returns: int = 1) -> Any:

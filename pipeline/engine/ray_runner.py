@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from pipeline.engine.base import usable_cpus
 from pipeline.errors import ExecutionError, PipelineError
 
 # Ray binds its servers to 127.0.0.1 only when that is the node's address, and rewrites
@@ -93,7 +94,7 @@ class LocalRay:
     clean up).
 
     Args:
-        num_cpus: CPUs to give the instance; None means every CPU of this machine.
+        num_cpus: CPUs to give the instance; None means every CPU this process may use.
 
     Raises:
         ExecutionError: Ray could not start.
@@ -128,7 +129,7 @@ class LocalRay:
         except ExecutionError:
             self._cleanup()
             raise
-        self.num_cpus = num_cpus or os.cpu_count() or 1
+        self.num_cpus = num_cpus or usable_cpus()
         self.node_ip_address = LOOPBACK_ADDRESS if _loopback_only() else FALLBACK_ADDRESS
         handlers = _signal_handlers()
         try:
