@@ -231,7 +231,8 @@ assert set(CONFIG_KEYS) == set(_RUN_KEYS) | set(scoring_keys())
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML config file (safely: plain data only) into ``{key: value}``.
 
-    The file must be UTF-8, at most ``MAX_CONFIG_BYTES`` (1 MiB) long, and free of YAML
+    The file must be UTF-8, at most ``MAX_CONFIG_BYTES`` (1 MiB) long, give each key once
+    (YAML would keep the last of two silently), and be free of YAML
     aliases (``*name``): an alias repeats a node without its size showing in the file, so
     a few lines of nested aliases ("billion laughs") expand to gigabytes.
 
@@ -239,8 +240,8 @@ def load_config_file(path: str) -> dict[str, Any]:
         path: a local YAML file whose top level is a mapping of config keys.
 
     Raises:
-        ConfigError: unreadable, too large or not UTF-8; invalid YAML or an alias; not a
-            mapping; an unknown key.
+        ConfigError: unreadable, too large or not UTF-8; invalid YAML, an alias or a key
+            given twice; not a mapping; an unknown key.
 
     """
     import yaml
@@ -253,6 +254,16 @@ def load_config_file(path: str) -> dict[str, Any]:
                     None, None, f"alias *{event.anchor} (aliases are not accepted in config "
                     "files: write the value out)", event.start_mark)
             return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in seen:  # YAML would keep the last silently
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"setting {key!r} is given twice", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
 
     try:
         with open(path, "rb") as fh:

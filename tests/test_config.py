@@ -76,6 +76,8 @@ def test_flags_override_the_file_and_none_means_not_given(tmp_path):
     ("group_by: [system, system]\n", r"group_by: a column is listed twice"),
     ("- just\n- a list\n", r"expected a mapping of settings"),
     ("metrics: [rouge1\n", r"invalid YAML"),
+    ("seed: 1\nbootstrap: 10\nseed: 2\n",
+     r"line 3: invalid YAML \(setting 'seed' is given twice\)"),
 ])
 def test_bad_config_is_refused_naming_the_key(tmp_path, yaml_text, message):
     f = tmp_path / "bad.yaml"
