@@ -155,3 +155,44 @@ def test_workers_die_with_a_killed_driver_and_the_rerun_resumes_at_once(sequenti
     result = _run(_command(tmp_path, "run", 2))
     assert result.returncode == 0, result.stderr
     assert _examples(tmp_path / "run").equals(_examples(sequential))
+
+
+def test_small_result_tasks_fork_once_their_inputs_are_computed_here():
+    from pipeline.engine import local
+    from pipeline.engine.base import small_result
+
+    if not local.can_fork():
+        pytest.skip("Ray is initialized in this test process: no fork")
+    made = []
+
+    def table() -> pa.Table:
+        made.append(os.getpid())
+        return pa.table({"x": list(range(10))})
+
+    @small_result
+    def task(t: pa.Table, i: int) -> tuple[int, int]:
+        return os.getpid(), t.column("x")[i].as_py()
+
+    runner = local.LocalRunner(processes=2)
+    shared = runner.submit(table)
+    got = dict(runner.as_completed([runner.submit(task, shared, i) for i in range(6)]))
+    assert made == [os.getpid()]  # computed once, here, before the fork
+    assert sorted(v for _, v in got.values()) == list(range(6))
+    assert os.getpid() not in {pid for pid, _ in got.values()}
+
+
+def test_without_fork_small_result_tasks_run_here_one_after_the_other(monkeypatch):
+    from pipeline.engine import local
+    from pipeline.engine.base import small_result
+
+    monkeypatch.setattr(local, "can_fork", lambda: False)
+    order = []
+
+    @small_result
+    def task(i: int) -> int:
+        order.append(i)
+        return os.getpid()
+
+    runner = local.LocalRunner(processes=2)
+    got = list(runner.as_completed([runner.submit(task, i) for i in range(4)]))
+    assert got == [(i, os.getpid()) for i in range(4)] and order == [0, 1, 2, 3]

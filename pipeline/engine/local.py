@@ -174,8 +174,13 @@ class LocalRunner:
                 waiting.setdefault(id(c), []).append(i)
         for _ in self._threaded(_inputs_of(todo)):  # computed here, seen by forked workers
             pass
-        forked = all(getattr(c.fn, "small_result", False) for c in todo) and can_fork()
-        for c in (self._forked(todo) if forked else self._threaded(todo)):
+        if not all(getattr(c.fn, "small_result", False) for c in todo):
+            finished = self._threaded(todo)
+        elif can_fork():
+            finished = self._forked(todo)
+        else:  # here, one at a time: their kernels hold the GIL (threads would not overlap
+            finished = _in_turn(todo)  # them) and they set warnings filters, which are global
+        for c in finished:
             for i in waiting.pop(id(c)):
                 yield i, _resolve(handles[i])
 
@@ -187,9 +192,7 @@ class LocalRunner:
 
         """
         if len(calls) <= 1:
-            for c in calls:
-                c.get()
-                yield c
+            yield from _in_turn(calls)
             return
         pool = ThreadPoolExecutor(max_workers=min(self.processes, len(calls)))
         futures = {pool.submit(c.get): c for c in calls}
@@ -266,6 +269,13 @@ class LocalRunner:
     def close(self) -> None:
         """Stop forked workers still running (after an error)."""
         self.cancel(())
+
+
+def _in_turn(calls: Sequence[_Deferred]) -> Iterator[_Deferred]:
+    """Compute ``calls`` here, one after the other; yield each as it finishes."""
+    for c in calls:
+        c.get()
+        yield c
 
 
 def _inputs_of(calls: Sequence[_Deferred]) -> list[_Deferred]:
