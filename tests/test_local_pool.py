@@ -157,28 +157,38 @@ def test_workers_die_with_a_killed_driver_and_the_rerun_resumes_at_once(sequenti
     assert _examples(tmp_path / "run").equals(_examples(sequential))
 
 
+# Run in a fresh interpreter: the test session may have Ray initialized (no fork then).
+FORK_CHECK = """
+import os
+import pyarrow as pa
+from pipeline.engine import local
+from pipeline.engine.base import small_result
+
+assert local.can_fork()
+made = []
+
+def table():
+    made.append(os.getpid())
+    return pa.table({"x": list(range(10))})
+
+@small_result
+def task(t, i):
+    return os.getpid(), t.column("x")[i].as_py()
+
+runner = local.LocalRunner(processes=2)
+shared = runner.submit(table)
+got = dict(runner.as_completed([runner.submit(task, shared, i) for i in range(6)]))
+assert made == [os.getpid()], made  # computed once, here, before the fork
+assert sorted(v for _, v in got.values()) == list(range(6)), got
+assert os.getpid() not in {pid for pid, _ in got.values()}, got
+print("ok")
+"""
+
+
 def test_small_result_tasks_fork_once_their_inputs_are_computed_here():
-    from pipeline.engine import local
-    from pipeline.engine.base import small_result
-
-    if not local.can_fork():
-        pytest.skip("Ray is initialized in this test process: no fork")
-    made = []
-
-    def table() -> pa.Table:
-        made.append(os.getpid())
-        return pa.table({"x": list(range(10))})
-
-    @small_result
-    def task(t: pa.Table, i: int) -> tuple[int, int]:
-        return os.getpid(), t.column("x")[i].as_py()
-
-    runner = local.LocalRunner(processes=2)
-    shared = runner.submit(table)
-    got = dict(runner.as_completed([runner.submit(task, shared, i) for i in range(6)]))
-    assert made == [os.getpid()]  # computed once, here, before the fork
-    assert sorted(v for _, v in got.values()) == list(range(6))
-    assert os.getpid() not in {pid for pid, _ in got.values()}
+    result = subprocess.run([sys.executable, "-c", FORK_CHECK], capture_output=True,
+                            text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
 
 
 def test_without_fork_small_result_tasks_run_here_one_after_the_other(monkeypatch):
