@@ -103,8 +103,10 @@ def test_an_error_inside_a_worker_reaches_the_user_as_itself(tmp_path):
 def _slow_run(tmp: Path) -> subprocess.Popen:
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
            "OVERLAP_FAULTS": json.dumps({"delay_s": 60})}
+    # A shell's background job inherits SIGINT ignored: give the run a terminal's default.
     return subprocess.Popen(_command(tmp, "run", 2), env=env, cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _workers_of(proc: subprocess.Popen, count: int = 2) -> list[int]:
@@ -139,6 +141,25 @@ def test_sigterm_stops_the_forked_workers(tmp_path):
             proc.kill()
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[-1].startswith("Error: terminated (SIGTERM)")
+    assert _gone(workers)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stopped_worker_does_not_hold_up_a_signal(tmp_path, sig, code):
+    proc = _slow_run(tmp_path)
+    try:
+        workers = _workers_of(proc)
+        os.kill(workers[0], signal.SIGSTOP)  # SIGTERM stays pending on a stopped process
+        start = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+        stopped_in = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert stopped_in < 15
     assert _gone(workers)
 
 

@@ -27,6 +27,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -37,6 +38,9 @@ from typing import Any, cast
 
 from pipeline.engine.base import usable_cpus
 from pipeline.errors import ExecutionError
+
+# Seconds a forked worker has to exit after SIGTERM before it is killed.
+STOP_GRACE_S = 2.0
 
 
 class _Deferred:
@@ -254,13 +258,21 @@ class LocalRunner:
                 conn.close()
 
     def cancel(self, handles: Sequence[Any]) -> None:
-        """Stop this runner's forked workers, if any are running."""
-        for worker in self._workers:
+        """Stop this runner's forked workers, if any are running.
+
+        SIGTERM first; a worker still there after :data:`STOP_GRACE_S` (a stopped process
+        keeps SIGTERM pending) gets SIGKILL, so a stop never waits on a worker.
+        """
+        workers, self._workers = self._workers, []
+        for worker in workers:
             if worker.is_alive():
                 worker.terminate()
-        for worker in self._workers:
-            worker.join()
-        self._workers = []
+        deadline = time.monotonic() + STOP_GRACE_S
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
 
     def describe(self) -> dict[str, Any]:
         """``{"engine": "local", "num_cpus": processes, "pid": ...}``."""
