@@ -173,12 +173,15 @@ def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(ray_ru
         pq.read_table(tmp_path / "auto" / "aggregate.parquet"))
 
 
-def test_an_input_error_raised_on_a_worker_keeps_its_class(local_ray, tmp_path):
+def test_an_input_error_raised_on_a_worker_keeps_its_class(local_ray, tmp_path, monkeypatch):
     pq.write_table(pa.table({"id": ["a", None], "prediction": ["x", "y"],
                              "references": [["x"], ["y"]]}), tmp_path / "p.parquet")
+    cancelled: list = []  # Ray's cancel can abort the driver (see RayRunner.cancel)
+    monkeypatch.setattr(local_ray, "cancel", lambda *a, **k: cancelled.append(a))
     with pytest.raises(InputError, match=r"p\.parquet has 1 null ids"):
         score(str(tmp_path / "p.parquet"), output=str(tmp_path / "out"),
               config=ScoreConfig(bootstrap=0))
+    assert cancelled == []
     assert local_ray.is_initialized()  # the shared instance is left running
     assert not (tmp_path / "out").exists()
 
