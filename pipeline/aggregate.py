@@ -31,7 +31,6 @@ when ``n_bootstrap`` is 0 or no resample had an example), ``n_examples``.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ import pyarrow.compute as pc
 from pipeline import stats
 from pipeline.config import Threshold
 from pipeline.errors import InputError
+from pipeline.machine import usable_cpus
 from pipeline.metrics.base import MetricSpec
 from pipeline.metrics.registry import specs as registry_specs
 from pipeline.stats import Estimate, exact_mean
@@ -261,8 +261,7 @@ def bootstrap_chunk(grid: np.ndarray, keys: np.ndarray, bounds: Sequence[tuple[i
 
 
 def _threads(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else (os.cpu_count() or 1)
+    cpus = usable_cpus()
     if cpus <= 1 or len(args_list) <= 1:
         return [fn(*args) for args in args_list]
     with ThreadPoolExecutor(max_workers=min(cpus, len(args_list))) as pool:
@@ -310,13 +309,11 @@ def aggregate(table: pa.Table | Callable[[list[str]], pa.Table], *,
     """
     specs = resolve_specs(metrics, options)
     columns, rows = _layout(specs, thresholds)
-    if callable(table):  # read here, so that the table is freed once its values are laid out
-        needed = [*([id_column] if id_column else []), *group_by, *columns]
-        prepared = scopes_of(table(list(dict.fromkeys(needed))), columns=columns,
-                             group_by=group_by, id_column=id_column)
-        pa.default_memory_pool().release_unused()
-    else:
-        prepared = scopes_of(table, columns=columns, group_by=group_by, id_column=id_column)
+    # A reader is called here, so that its table is freed once its values are laid out.
+    needed = list(dict.fromkeys([*([id_column] if id_column else []), *group_by, *columns]))
+    prepared = scopes_of(table(needed) if callable(table) else table, columns=columns,
+                         group_by=group_by, id_column=id_column)
+    pa.default_memory_pool().release_unused()
     scopes = prepared.scopes
     estimates = [r.estimate for r in rows]
     intervals: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(scopes)

@@ -39,7 +39,6 @@ the same seed gives bit-identical intervals wherever and in whatever order the w
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.compiled import kernel
+from pipeline.machine import usable_cpus
 
 # summed statistics, float64 (R, S) -> scores (R,); the same as metrics.base.CorpusScore
 CorpusScore = Callable[[np.ndarray], np.ndarray]
@@ -202,8 +202,7 @@ def resample_sums_threaded(grid: np.ndarray, keys: np.ndarray, *, weights: str, 
 
     """
     if threads is None:
-        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else (os.cpu_count() or 1)
+        threads = usable_cpus()
     ranges = _thread_ranges(count, threads)
     if len(ranges) <= 1:
         return resample_sums(grid, keys, weights=weights, first=first, count=count)

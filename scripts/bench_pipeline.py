@@ -297,7 +297,6 @@ def stage_cells(r: dict) -> str:
 
 def small_case(work: Path, overlap: str, env: dict[str, str], runs: int) -> list[dict]:
     """5,000 rows: default command and baseline, warm-up excluded, runs taken in turn."""
-
     n = 5_000
     paths = make_inputs(work, n)
     out = work / f"out-{n}"

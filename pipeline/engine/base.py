@@ -8,7 +8,6 @@ score) lives once, in :mod:`pipeline.engine.run`, not in each engine.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -66,10 +65,3 @@ def small_result(fn: Callable[..., Any]) -> Callable[..., Any]:
     """
     fn.small_result = True  # type: ignore[attr-defined]
     return fn
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, e.g. under ``taskset``), >= 1."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1

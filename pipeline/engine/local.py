@@ -36,8 +36,8 @@ from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from typing import Any, cast
 
-from pipeline.engine.base import usable_cpus
 from pipeline.errors import ExecutionError
+from pipeline.machine import usable_cpus
 
 # Seconds a forked worker has to exit after SIGTERM before it is killed.
 STOP_GRACE_S = 2.0

@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pipeline.engine.base import usable_cpus
 from pipeline.errors import ExecutionError, PipelineError
+from pipeline.machine import usable_cpus
 
 # Ray binds its servers to 127.0.0.1 only when that is the node's address, and rewrites
 # 127.0.0.1 to the host's network address unless clusters are off
