@@ -297,3 +297,39 @@ def test_nightly_loop_publishes_after_scoring_and_reports(tmp_path):
     assert set(table["model"]) == {"m7"}
     report = tmp_path / "runs" / "compare" / "run_date=2026-11-30" / "run_id=n2" / "report.html"
     assert "Against the baseline" in report.read_text()
+
+
+def _publish_at_the_barrier(uri: str, barrier, run_id: str) -> None:
+    import deltalake as dl
+
+    from pipeline.warehouse.delta import _publish_one
+
+    rows = pa.table({"run_id": [run_id] * 40, "x": list(range(40)),
+                     "run_date": ["2026-12-01"] * 40})
+    barrier.wait()
+    _publish_one(dl, uri, rows, run_id, "examples", None)
+
+
+@pytest.mark.slow
+def test_racing_publishers_of_one_run_on_a_new_delta_table_land_it_once(tmp_path):
+    """Three processes (run a, run b, run a) released at once onto a table none has created.
+
+    Before the fix this wrote run a twice in 12 of 20 trials, so 10 clean trials would
+    happen by chance with probability about 1e-4.
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # delta-rs's runtime does not survive a fork
+    for trial in range(10):
+        uri = str(tmp_path / f"t{trial}" / "examples")
+        barrier = ctx.Barrier(3)
+        procs = [ctx.Process(target=_publish_at_the_barrier, args=(uri, barrier, r))
+                 for r in ("run-a", "run-b", "run-a")]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert [p.exitcode for p in procs] == [0, 0, 0]
+        table = deltalake.DeltaTable(uri).to_pyarrow_table()
+        counts = table.group_by("run_id").aggregate([("run_id", "count")]).to_pylist()
+        assert {r["run_id"]: r["run_id_count"] for r in counts} == {"run-a": 40, "run-b": 40}
