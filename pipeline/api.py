@@ -298,6 +298,73 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def compare(
+    baseline_dir: str,
+    candidate_dir: str,
+    *,
+    output: str | None = None,
+    measures: Sequence[str] | None = None,
+    band: float | None = None,
+    bands: dict[str, float] | None = None,
+    confidence: float | None = None,
+    n_bootstrap: int | None = None,
+    seed: int | None = None,
+    top: int | None = None,
+    allow_signature_mismatch: bool = False,
+    max_missing: float | None = None,
+    adjust: str | None = None,
+    history: str | None = None,
+    history_window: int | None = None,
+    reference_run: str | None = None,
+) -> Any:
+    """Compare two runs and write ``compare.parquet`` and ``compare.json`` when asked.
+
+    Composition of :func:`pipeline.compare.compare_runs` (see there for every option; None
+    takes its default) and :func:`pipeline.io.runs.write_comparison` (atomic writes).
+
+    Args:
+        baseline_dir: the baseline run (path or URI).
+        candidate_dir: the candidate run.
+        output: a directory to write the two files into (None: nothing written).
+        measures: ``METRIC.MEASURE`` names (None: the primary measures).
+        band: the bands' floor as a fraction of each measure's full scale.
+        bands: floors in each measure's own units, by measure.
+        confidence: interval level; alarms need an adjusted p below ``1 - confidence``.
+        n_bootstrap: resamples.
+        seed: resampling seed.
+        top: moved examples to list.
+        allow_signature_mismatch: compare runs scored differently.
+        max_missing: tolerated fraction of a group's baseline examples missing.
+        adjust: ``holm``, ``bh`` or ``none``.
+        history: a nightly ROOT to learn bands and chart drift from.
+        history_window: nights of history used.
+        reference_run: a run pinning the drift chart's reference level.
+
+    Returns:
+        The :class:`pipeline.compare.RunComparison`.
+
+    Raises:
+        ConfigError: bad settings.
+        InputError: incomplete or unreadable runs or history; the output cannot be written.
+        SignatureMismatchError: runs scored differently for a compared measure.
+
+    """
+    from pipeline.compare import compare_runs
+
+    given = {"band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
+             "top": top, "max_missing": max_missing, "adjust": adjust,
+             "history_window": history_window}
+    result = compare_runs(baseline_dir, candidate_dir, measures=measures, bands=bands,
+                          allow_signature_mismatch=allow_signature_mismatch, history=history,
+                          reference_run=reference_run,
+                          **{k: v for k, v in given.items() if v is not None})
+    if output is not None:
+        from pipeline.io.runs import write_comparison
+
+        write_comparison(output, result.to_arrow(), result.to_document())
+    return result
+
+
 def publish(
     run_dir: str,
     *,

@@ -121,7 +121,8 @@ def bootstrap_mean_differences(differences: np.ndarray, *, n_bootstrap: int, see
 
 def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
                       estimates: Sequence[Estimate], *, n_bootstrap: int, confidence: float,
-                      seed: int, hashes: np.ndarray | None = None) -> PairedTest:
+                      seed: int, hashes: np.ndarray | None = None,
+                      n_trials: int | None = None) -> PairedTest:
     """Values, deltas, paired bootstrap interval, randomization p-value and MDE.
 
     Args:
@@ -133,6 +134,8 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
         confidence: interval level in (0, 1).
         seed: the seed, in [0, 2**64).
         hashes: uint64 (n,) identity hashes of the pairs (default: their positions).
+        n_trials: randomization trials (default ``n_bootstrap``), >= 1; the p-value is then
+            in [1 / (n_trials + 1), 1].
 
     Returns:
         A :class:`PairedTest` with arrays of shape (M,); with n < 2 the interval, p-value and
@@ -174,12 +177,13 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
     mde = z * sd
 
     # approximate randomization: fair flips; K = sum of kept (c - b) per trial
+    trials = n_bootstrap if n_trials is None else n_trials
     keys = stats.stream_keys(hashes, seed=seed, weights="flip")
     d = c - b
     kept, _ = stats.resample_sums_threaded(
-        stats.to_grid(d, max_weight=1), keys, weights="flip", first=0, count=n_bootstrap,
-        threads=threads)
-    ones = np.full(n_bootstrap, float(n))
+        stats.to_grid(d, max_weight=1), keys, weights="flip", first=0, count=trials,
+        threads=_threads(n, trials))
+    ones = np.full(trials, float(n))
     if mean_only:
         total = stats.to_grid(d, max_weight=1).sum(axis=1)  # exact: on the grid
         observed = np.abs(total / n)
@@ -192,7 +196,7 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
                        - stats.evaluate(estimates, c_sums - kept, ones))
         observed = np.abs(delta)
         extreme = (trial >= observed * (1.0 - 1e-9)).sum(axis=0)
-    p_value = (extreme + 1.0) / (n_bootstrap + 1.0)
+    p_value = (extreme + 1.0) / (trials + 1.0)
     return PairedTest(base_value, cand_value, delta, ci_low, ci_high, p_value, mde)
 
 
@@ -255,6 +259,66 @@ def is_alarm(delta: float, ci_low: float, ci_high: float, *, band: float) -> boo
     return bool((ci_low > 0.0 or ci_high < 0.0) and abs(delta) > band)
 
 
+ADJUST_METHODS = ("holm", "bh", "none")
+DEFAULT_ADJUST = "holm"
+
+
+def adjust_p_values(p_values: np.ndarray, method: str = DEFAULT_ADJUST) -> np.ndarray:
+    """Adjust p-values for the number of rows tested together.
+
+    - ``holm``: Holm's step-down (Holm 1979, "A simple sequentially rejective multiple test
+      procedure", Scand. J. Statistics 6): with the m p-values sorted ascending,
+      ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``; controls the chance of any false
+      alarm in the comparison (family-wise error) at the level;
+    - ``bh``: Benjamini & Hochberg (1995, JRSS B 57): ``adj_(i) = min_{j >= i} min(1,
+      m p_(j) / j)``; controls the expected share of false alarms among alarms;
+    - ``none``: unchanged.
+
+    The same values as statsmodels' ``multipletests(p, method="holm" | "fdr_bh")``.
+
+    Args:
+        p_values: float64 (R,), in (0, 1]; NaN entries (rows without a test) are left NaN
+            and not counted in m.
+        method: ``holm``, ``bh`` or ``none``.
+
+    Returns:
+        float64 (R,), the adjusted p-values, >= the raw ones, <= 1.
+
+    Raises:
+        ConfigError: an unknown method.
+
+    """
+    if method not in ADJUST_METHODS:
+        raise ConfigError(f"unknown --adjust {method!r}",
+                          hint=f"choose one of {', '.join(ADJUST_METHODS)}")
+    p = np.asarray(p_values, dtype=np.float64)
+    out = p.copy()
+    ok = np.flatnonzero(np.isfinite(p))
+    m = ok.size
+    if method == "none" or m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    sorted_p = p[order]
+    rank = np.arange(1, m + 1)
+    if method == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - rank + 1) * sorted_p))
+    else:
+        adj = np.minimum.accumulate((m * sorted_p / rank)[::-1])[::-1]
+        adj = np.minimum(1.0, adj)
+    out[order] = adj
+    return out
+
+
+def trials_for(n_rows: int, *, n_bootstrap: int, alpha: float) -> int:
+    """Randomization trials a comparison of ``n_rows`` rows needs for an alarm to be possible.
+
+    A randomization p-value is at least ``1 / (trials + 1)``; Holm multiplies the smallest
+    by the number of rows. So that a row no trial reached can reach half the level once
+    adjusted, ``trials >= 2 n_rows / alpha - 1``; never fewer than ``n_bootstrap``.
+    """
+    return max(int(n_bootstrap), int(np.ceil(2.0 * n_rows / alpha)) - 1)
+
+
 def is_missing(n_paired: int, n_baseline_only: int, *, max_missing: float) -> bool:
     """The missing-examples alarm: examples of the baseline absent from the candidate.
 
@@ -274,7 +338,8 @@ def is_missing(n_paired: int, n_baseline_only: int, *, max_missing: float) -> bo
     return n_paired == 0 or n_baseline_only > max_missing * n_base
 
 
-__all__ = ["DEFAULT_BAND", "DEFAULT_CONFIDENCE", "DEFAULT_MAX_MISSING", "DEFAULT_N_BOOTSTRAP",
-           "DEFAULT_SEED", "INTERVAL_METHOD", "MDE_METHOD", "POWER", "TEST_METHOD",
-           "PairedTest", "bootstrap_mean_differences", "check_settings", "is_alarm",
-           "is_missing", "paired_resampling", "paired_test"]
+__all__ = ["ADJUST_METHODS", "DEFAULT_ADJUST", "DEFAULT_BAND", "DEFAULT_CONFIDENCE",
+           "DEFAULT_MAX_MISSING", "DEFAULT_N_BOOTSTRAP", "DEFAULT_SEED", "INTERVAL_METHOD",
+           "MDE_METHOD", "POWER", "TEST_METHOD", "PairedTest", "adjust_p_values",
+           "bootstrap_mean_differences", "check_settings", "is_alarm", "is_missing",
+           "paired_resampling", "paired_test", "trials_for"]
