@@ -103,9 +103,10 @@ def alarm_lines(doc: dict[str, Any]) -> list[str]:
                        f"p adjusted {_num(r.get('p_adjusted'), '.3g')}, beyond the "
                        f"{r.get('band_source', 'static')} band {r['band']:.4g}")
         else:
-            out.append(f"  drift    {safe(a['group'])} {_name(r)}: the control chart is at "
-                       f"{abs(r['drift_statistic']):.2f}x its limit "
-                       f"({'up' if r['drift_statistic'] > 0 else 'down'}); tonight "
+            out.append(f"  drift    {safe(a['group'])} {_name(r)}: drifting "
+                       f"{'up' if r['drift_statistic'] > 0 else 'down'} over the last nights "
+                       f"(chart {r['drift_statistic']:+.2f}, p adjusted "
+                       f"{_num(r.get('drift_p'), '.3g')}); tonight "
                        f"{_num(r['candidate_mean'], '.4f')}")
     return out
 

@@ -38,7 +38,8 @@ def with_history(comparison: Comparison, series: np.ndarray, tonight: np.ndarray
 
     Returns:
         A new :class:`Comparison` whose rows carry the learned ``band``, ``band_source``,
-        ``history_nights``, the recomputed ``alarm``, ``drift`` and ``drift_statistic``.
+        ``history_nights``, the recomputed ``alarm``, ``drift``, ``drift_statistic`` and
+        ``drift_p``.
 
     """
     rows = comparison.rows.copy()
@@ -51,9 +52,11 @@ def with_history(comparison: Comparison, series: np.ndarray, tonight: np.ndarray
     rows["history_nights"] = bands.nights
     rows["alarm"] = alarm_rule(rows, alpha=1.0 - comparison.confidence)
     drift = drift_rows(series, tonight, floors, reference=reference, method=method,
-                       min_nights=min_nights, multiplier=multiplier)
+                       min_nights=min_nights, multiplier=multiplier,
+                       alpha=1.0 - comparison.confidence, adjust=comparison.adjust)
     rows["drift"] = drift.alarm
     rows["drift_statistic"] = drift.statistic
+    rows["drift_p"] = drift.p_value
     return dataclasses.replace(comparison, rows=rows)
 
 
@@ -63,7 +66,7 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
     Order: ``missing`` first (examples lost explain the rest; one entry per group, metric
     and measure null), then ``change``, then ``drift``; within a kind the overall rows
     (``all``) first, then the groups, each by how far beyond its band or limit it is
-    (``|delta| / band``, ``|drift_statistic|``), largest first, ties in row order.
+    (``|delta| / band``; for drift the smallest ``drift_p``), ties in row order.
 
     Returns:
         ``[{"group", "metric", "measure", "kind"}]``.
@@ -82,7 +85,7 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
     overall = (rows["group"] == ALL_GROUP).to_numpy()
     for kind, flag, size in (("change", rows["alarm"].to_numpy(bool), beyond),
                              ("drift", rows["drift"].to_numpy(bool),
-                              np.abs(rows["drift_statistic"].to_numpy(np.float64)))):
+                              -rows["drift_p"].to_numpy(np.float64))):
         picked = np.flatnonzero(flag)
         order = sorted(picked, key=lambda i: (not overall[i], -size[i], i))
         out += [{"group": rows["group"].iat[i], "metric": rows["metric"].iat[i],

@@ -16,7 +16,14 @@ import pyarrow as pa
 
 from pipeline.compare.alarms import alarm_list, band_summary, with_history
 from pipeline.compare.bands import BAND_MULTIPLIER, DEFAULT_HISTORY_WINDOW, MIN_NIGHTS
-from pipeline.compare.drift import CUSUM_H, CUSUM_K, DRIFT_METHOD
+from pipeline.compare.drift import (
+    CUSUM_H,
+    CUSUM_K,
+    DRIFT_METHOD,
+    DRIFT_METHODS,
+    EWMA_L,
+    EWMA_LAMBDA,
+)
 from pipeline.compare.history import History, Night, read_history, run_values
 from pipeline.compare.measures import (
     measure_column,
@@ -72,6 +79,8 @@ class RunComparison:
     n_top: int = DEFAULT_TOP
     history: History | None = None
     reference_run: str | None = None
+    band_multiplier: float = BAND_MULTIPLIER
+    drift_method: str = DRIFT_METHOD
 
     @property
     def alarm(self) -> bool:
@@ -138,13 +147,14 @@ class RunComparison:
                 "n_bootstrap": cmp.n_bootstrap, "seed": cmp.seed, "interval": INTERVAL_METHOD,
                 "test": TEST_METHOD, "adjust": cmp.adjust, "n_trials": cmp.n_trials,
                 "alarm_rule": "p_adjusted < 1 - confidence and |delta| > band",
-                "band_rule": f"learned: {BAND_MULTIPLIER:g} x 1.4826 x MAD of the history's "
+                "band_rule": f"learned: {self.band_multiplier:g} x 1.4826 x MAD of the history's "
                              f"night-to-night changes, never below the floor; static (the "
                              f"floor) with fewer than {MIN_NIGHTS} nights",
-                "drift_rule": f"{DRIFT_METHOD}: two-sided tabular CUSUM, k = {CUSUM_K:g}, "
-                              f"h = {CUSUM_H:g} nightly sds, against the median of the "
-                              f"window's first {MIN_NIGHTS} nights (or the reference run)"
-                              if DRIFT_METHOD == "cusum" else DRIFT_METHOD,
+                "drift_rule": (f"two-sided tabular CUSUM, k = {CUSUM_K:g}, h = {CUSUM_H:g}"
+                               if self.drift_method == "cusum" else
+                               f"EWMA, lambda = {EWMA_LAMBDA:g}, L = {EWMA_L:g}")
+                + f" nightly sds, against the median of the window's first {MIN_NIGHTS} "
+                  "nights (or the reference run); sd: 1.4826 x MAD of the changes / sqrt 2",
                 "max_missing": cmp.max_missing,
                 "missing_rule": "a baseline group absent from the candidate, or more than "
                                 "max_missing of its examples",
@@ -249,6 +259,8 @@ def compare_runs(
     history: str | History | None = None,
     history_window: int = DEFAULT_HISTORY_WINDOW,
     reference_run: str | None = None,
+    band_multiplier: float = BAND_MULTIPLIER,
+    drift_method: str = DRIFT_METHOD,
 ) -> RunComparison:
     """Compare two ``overlap score`` output directories (see :func:`compare_examples`).
 
@@ -277,6 +289,9 @@ def compare_runs(
         history_window: the last N nights of the history used, >= 1.
         reference_run: a run whose aggregate values are the drift chart's reference level
             (default: the history's own level).
+        band_multiplier: the learned band in robust sds of the night-to-night changes
+            (default chosen by simulation, :data:`~pipeline.compare.bands.BAND_MULTIPLIER`).
+        drift_method: the drift chart, ``cusum`` or ``ewma``.
 
     Returns:
         A :class:`RunComparison`.
@@ -296,6 +311,11 @@ def compare_runs(
         raise ConfigError(f"top must be >= 0, got {top}")
     if history_window < 1:
         raise ConfigError(f"history_window must be >= 1, got {history_window}")
+    if drift_method not in DRIFT_METHODS:
+        raise ConfigError(f"unknown drift method {drift_method!r}",
+                          hint=f"choose one of {', '.join(DRIFT_METHODS)}")
+    if not band_multiplier > 0:
+        raise ConfigError(f"band_multiplier must be > 0, got {band_multiplier}")
     base = runs.open_run(baseline_dir)
     cand = runs.open_run(candidate_dir)
     notes: list[str] = []
@@ -357,7 +377,8 @@ def compare_runs(
             ref = runs.open_run(reference_run)
             pinned = History("reference", (Night("", ref.run_id or "", ref.path,
                                                  run_values(ref)),), 1).series(keys)[:, 0]
-        comparison = with_history(comparison, series, tonight, reference=pinned)
+        comparison = with_history(comparison, series, tonight, reference=pinned,
+                                  method=drift_method, multiplier=band_multiplier)
     elif reference_run is not None:
         raise ConfigError("--reference-run needs --history (the drift chart's nights)")
     if comparison.n_trials > n_bootstrap:
@@ -373,7 +394,8 @@ def compare_runs(
             notes.append(f"{side}: {note}")
     return RunComparison(comparison=comparison, baseline=base, candidate=cand,
                          signature_differences=differences, top=moved, notes=notes,
-                         n_top=top, history=past, reference_run=reference_run)
+                         n_top=top, history=past, reference_run=reference_run,
+                         band_multiplier=band_multiplier, drift_method=drift_method)
 
 
 __all__ = ["RunComparison", "compare_runs", "run_specs"]

@@ -41,7 +41,7 @@ DEFAULT_TOP = 10
 ROW_COLUMNS = ("group", "metric", "measure", "statistic", "n_paired", "n_baseline_only",
                "n_candidate_only", "baseline_mean", "candidate_mean", "delta", "ci_low",
                "ci_high", "p_value", "p_adjusted", "mde", "band", "band_source",
-               "history_nights", "alarm", "missing", "drift", "drift_statistic")
+               "history_nights", "alarm", "missing", "drift", "drift_statistic", "drift_p")
 _KIND = "__kind:"
 
 
@@ -63,8 +63,9 @@ class Comparison:
             :mod:`.bands`), ``history_nights`` (int64, nights of history with a value for
             the row), ``alarm`` (the change alarm: ``p_adjusted < 1 - confidence`` and
             ``|delta| > band``), ``missing`` (the missing-examples alarm), ``drift`` (the
-            drift alarm, see :mod:`.drift`), bool, and ``drift_statistic`` (float64,
-            tonight's chart in units of its limit; NaN without enough history).
+            drift alarm, see :mod:`.drift`), bool, ``drift_statistic`` (float64, tonight's
+            chart, signed) and ``drift_p`` (float64, its adjusted p-value; both NaN without
+            enough history).
         paired: one row per paired example: the key columns and, per measure, ``baseline``,
             ``candidate`` and ``delta`` columns named ``{side}:{measure}`` (per-example
             values), and ``{side}:{column}`` for the statistics of corpus measures.
@@ -375,6 +376,7 @@ def compare_examples(
                 "mde": np.nan if test.mde is None else test.mde[k],
                 "band": floors[m.name], "band_source": "static", "history_nights": 0,
                 "alarm": False, "missing": gone, "drift": False, "drift_statistic": np.nan,
+                "drift_p": np.nan,
             })
 
     add_rows(ALL_GROUP, dict.fromkeys(group_columns), None, len(baseline_only),
