@@ -151,6 +151,84 @@ def run_date_of(run: RunInfo) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class CompleteRun:
+    """A complete run found under a nightly ROOT.
+
+    Attributes:
+        run_date: its ``run_date=`` directory's date.
+        run_id: its ``run_id=`` directory's id.
+        path: ``ROOT/run_date=DATE/run_id=ID`` (ROOT as given, joined with ``/``).
+        success_mtime: the time its ``_SUCCESS`` was written (seconds since the epoch).
+
+    """
+
+    run_date: str
+    run_id: str
+    path: str
+    success_mtime: float
+
+
+def complete_runs(root: str) -> list[CompleteRun]:
+    """Every complete run (with ``_SUCCESS``) under a nightly ROOT's ``run_date=/run_id=``.
+
+    ROOT is a path or URI taken literally (any characters: spaces, newlines, globs); nothing
+    is matched as a pattern. Sorted by date, then ``_SUCCESS`` time, then run id.
+
+    Raises:
+        InputError: ROOT cannot be listed or is not a directory.
+
+    """
+    import pyarrow.fs as pafs
+
+    from pipeline.io import runs
+
+    fs, base = runs.filesystem(root)
+    try:
+        top = fs.get_file_info(pafs.FileSelector(base, allow_not_found=False))
+    except FileNotFoundError as err:
+        raise InputError(f"{root}: no such directory") from err
+    except OSError as err:
+        raise InputError(f"cannot list {root}: {err}") from err
+    found = []
+    shown_root = root.rstrip("/") or root
+    for entry in top:
+        match = _DATE.match(entry.base_name)
+        if entry.type != pafs.FileType.Directory or not match:
+            continue
+        try:
+            inner = fs.get_file_info(pafs.FileSelector(entry.path))
+        except OSError:
+            continue
+        for sub in inner:
+            m = _RUN.match(sub.base_name)
+            if sub.type != pafs.FileType.Directory or not m:
+                continue
+            marker = fs.get_file_info(posixpath.join(sub.path, runs.SUCCESS_MARKER))
+            if marker.type != pafs.FileType.File:
+                continue
+            stamp = marker.mtime.timestamp() if marker.mtime is not None else 0.0
+            found.append(CompleteRun(match.group(1), m.group(1),
+                                     f"{shown_root}/{entry.base_name}/{sub.base_name}", stamp))
+    return sorted(found, key=lambda r: (r.run_date, r.success_mtime, r.run_id))
+
+
+def last_complete_run(root: str, *, run_date: str, exclude: str | None = None
+                      ) -> CompleteRun | None:
+    """The nightly baseline: the newest complete run dated on or before ``run_date``.
+
+    Newest by date, then by the time its ``_SUCCESS`` was written; ``exclude`` (tonight's
+    run directory, as :func:`complete_runs` spells it) is never chosen. A ROOT that does not
+    exist yet has no run.
+    """
+    try:
+        candidates = [r for r in complete_runs(root)
+                      if r.run_date <= run_date and r.path != exclude]
+    except InputError:
+        return None
+    return candidates[-1] if candidates else None
+
+
 def read_history(root: str, *, candidate: RunInfo, window: int,
                  exclude: Sequence[str] = ()) -> History:
     """The last ``window`` nights under a nightly ROOT before (or on the date of) a candidate.
@@ -168,56 +246,36 @@ def read_history(root: str, *, candidate: RunInfo, window: int,
         InputError: ROOT cannot be listed or is not a directory.
 
     """
-    import pyarrow.fs as pafs
-
     from pipeline.io import runs
 
-    fs, base = runs.filesystem(root)
     try:
-        top = fs.get_file_info(pafs.FileSelector(base, allow_not_found=False))
-    except FileNotFoundError as err:
-        raise InputError(f"--history {root}: no such directory") from err
-    except OSError as err:
-        raise InputError(f"cannot list --history {root}: {err}") from err
+        found_runs = complete_runs(root)
+    except InputError as err:
+        raise InputError(f"--history {err}") from err
     until = run_date_of(candidate)
     skip = {candidate.run_id, *exclude}
-    cand_root = candidate.root.rstrip("/")
-    found: dict[str, tuple[float, str, str]] = {}
-    for entry in top:
-        match = _DATE.match(entry.base_name)
-        if entry.type != pafs.FileType.Directory or not match:
-            continue
-        date = match.group(1)
-        if until is not None and date > until:
+    fs, _ = runs.filesystem(root)
+    latest: dict[str, CompleteRun] = {}
+    for r in found_runs:
+        if (until is not None and r.run_date > until) or r.run_id in skip:
             continue
         try:
-            inner = fs.get_file_info(pafs.FileSelector(entry.path))
-        except OSError:
-            continue
-        for sub in inner:
-            m = _RUN.match(sub.base_name)
-            if sub.type != pafs.FileType.Directory or not m or m.group(1) in skip \
-                    or sub.path.rstrip("/") == cand_root:
-                continue
-            marker = fs.get_file_info(posixpath.join(sub.path, runs.SUCCESS_MARKER))
-            if marker.type != pafs.FileType.File:
-                continue
-            stamp = marker.mtime.timestamp() if marker.mtime is not None else 0.0
-            best = found.get(date)
-            if best is None or (stamp, sub.base_name) > (best[0], best[2]):
-                shown = f"{root.rstrip('/')}/{entry.base_name}/{sub.base_name}"
-                found[date] = (stamp, shown, sub.base_name)
+            same = runs.filesystem(r.path)[1].rstrip("/") == candidate.root.rstrip("/")
+        except InputError:
+            same = False
+        if not same:
+            latest[r.run_date] = r  # sorted: the newest of a date wins
     notes: list[str] = []
     nights: list[Night] = []
-    for date in sorted(found)[-window:]:
-        _, shown, name = found[date]
+    for date in sorted(latest)[-window:]:
+        r = latest[date]
         try:
-            run = runs.open_run(shown)
+            run = runs.open_run(r.path)
             values = run_values(run)
         except InputError as err:
             notes.append(f"history: {date} left out: {err}")
             continue
-        nights.append(Night(date, run.run_id or name[len("run_id="):], shown, values))
+        nights.append(Night(date, run.run_id or r.run_id, r.path, values))
     return History(root, tuple(nights), window, tuple(notes))
 
 
@@ -292,5 +350,6 @@ def read_history_table(*, delta: str | None = None, iceberg: str | None = None,
     return History(where, tuple(nights), window)
 
 
-__all__ = ["VALUE_KEY", "History", "Night", "read_history", "read_history_table",
-           "run_date_of", "run_values", "values_of"]
+__all__ = ["VALUE_KEY", "CompleteRun", "History", "Night", "complete_runs",
+           "last_complete_run", "read_history", "read_history_table", "run_date_of",
+           "run_values", "values_of"]
