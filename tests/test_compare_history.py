@@ -276,3 +276,29 @@ def test_sixty_nights_simulation(tmp_path, suite):
     assert summary["step_first"].startswith(f"{plan.step_night} ")
     first_drift = int(summary["drift_first"].split()[0])
     assert plan.drift_night <= first_drift <= plan.drift_night + 10, summary
+
+
+def test_adjusted_p_is_not_bounded_by_the_trials_and_many_groups_still_alarm():
+    from math import erfc, sqrt
+
+    from pipeline.compare import compare_examples
+    from pipeline.compare.statistics import paired_test
+
+    rng = np.random.default_rng(8)
+    base = rng.uniform(0.3, 0.5, 400)
+    cand = base - 0.02 + rng.normal(0, 0.01, 400)
+    test = paired_test(base, cand, n_bootstrap=200, seed=1)
+    assert test.p_value[0] == 1 / 201  # no trial as extreme
+    d = cand - base
+    by_hand = erfc(abs(d.mean()) / (np.sqrt((d * d).sum()) / d.size) / sqrt(2))
+    assert test.p_refined[0] == pytest.approx(by_hand, rel=1e-6) and by_hand < 1e-50
+    # 200 groups of two: Holm over 201 rows needs p < 0.05 / 201, below 1 / 201 trials
+    frame = pd.DataFrame({"id": np.arange(400), "g": np.arange(400) // 2,
+                          "rouge1_fmeasure": base})
+    moved = frame.assign(rouge1_fmeasure=cand)
+    result = compare_examples(frame, moved, measures=["rouge1.fmeasure"], group_columns=["g"],
+                              n_bootstrap=200)
+    overall = result.rows.iloc[0]
+    assert overall["group"] == "all" and overall["alarm"]
+    # Holm over the raw randomization p-values could never alarm here
+    assert overall["p_adjusted"] < 0.05 <= overall["p_value"] * 201

@@ -381,10 +381,6 @@ def compare_runs(
                                   method=drift_method, multiplier=band_multiplier)
     elif reference_run is not None:
         raise ConfigError("--reference-run needs --history (the drift chart's nights)")
-    if comparison.n_trials > n_bootstrap:
-        notes.append(f"p-values from {comparison.n_trials} randomization trials (more than "
-                     f"--n-bootstrap, so that an adjusted p can fall below "
-                     f"{1 - confidence:g} across {len(comparison.rows)} rows)")
     moved = comparison.top(top)
     key = list(comparison.key_columns)
     for side, run in (("baseline", base), ("candidate", cand)):

@@ -30,7 +30,6 @@ from pipeline.compare.statistics import (
     check_settings,
     is_missing,
     paired_resampling,
-    trials_for,
 )
 from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.base import MetricSpec
@@ -243,15 +242,15 @@ def compare_examples(
             ``scale``: 1 for ROUGE, 100 for BLEU), >= 0.
         bands: static bands in the measure's own units, by measure (override ``band``).
         confidence: interval level in (0, 1); the alarm level is ``1 - confidence``.
-        n_bootstrap: bootstrap resamples and (at least as many) randomization trials, >= 1.
+        n_bootstrap: bootstrap resamples and randomization trials, >= 1.
         seed: seed of the resampling, in [0, 2**64).
         specs: the runs' metric specs (from the registry): a corpus metric's primary measure
             is then compared by its corpus score. Without specs every measure is a mean.
         max_missing: tolerated fraction of a group's baseline examples absent from the
             candidate, in [0, 1]; a group absent from the candidate always alarms.
         adjust: p-value adjustment across all rows (``holm``, ``bh``, ``none``, see
-            :func:`~pipeline.compare.statistics.adjust_p_values`). With an adjustment the
-            randomization runs :func:`~pipeline.compare.statistics.trials_for` trials.
+            :func:`~pipeline.compare.statistics.adjust_p_values`), of each row's
+            ``p_refined`` (:class:`~pipeline.compare.statistics.PairedTest`).
 
     Returns:
         A :class:`Comparison` (bands ``static``; :func:`with_bands` sets learned ones).
@@ -351,9 +350,7 @@ def compare_examples(
         for g in ranked:
             groups.append(firsts[g])
             members.append((sort[bounds[g]:bounds[g + 1]], int(only_b[g]), int(only_c[g])))
-    n_rows = (1 + len(groups)) * len(described)
-    trials = n_bootstrap if adjust == "none" else trials_for(
-        n_rows, n_bootstrap=n_bootstrap, alpha=1.0 - confidence)
+    trials = n_bootstrap
     records: list[dict[str, Any]] = []
 
     def add_rows(label: str, values: dict[str, Any], index: np.ndarray | None, n_b_only: int,
@@ -372,7 +369,8 @@ def compare_examples(
                 "n_candidate_only": n_c_only, "baseline_mean": test.baseline_mean[k],
                 "candidate_mean": test.candidate_mean[k], "delta": test.delta[k],
                 "ci_low": test.ci_low[k], "ci_high": test.ci_high[k],
-                "p_value": test.p_value[k], "p_adjusted": np.nan,
+                "p_value": test.p_value[k],
+                "p_adjusted": np.nan if test.p_refined is None else test.p_refined[k],
                 "mde": np.nan if test.mde is None else test.mde[k],
                 "band": floors[m.name], "band_source": "static", "history_nights": 0,
                 "alarm": False, "missing": gone, "drift": False, "drift_statistic": np.nan,
@@ -388,7 +386,7 @@ def compare_examples(
         add_rows(label, shown, index, n_b_only, n_c_only)
     rows = pd.DataFrame.from_records(records,
                                      columns=["group", *group_columns, *ROW_COLUMNS[1:]])
-    rows["p_adjusted"] = adjust_p_values(rows["p_value"].to_numpy(np.float64), adjust)
+    rows["p_adjusted"] = adjust_p_values(rows["p_adjusted"].to_numpy(np.float64), adjust)
     rows["alarm"] = alarm_rule(rows, alpha=1.0 - confidence)
     drop = [k for k in kinds if k in paired.columns]
     return Comparison(rows=rows, paired=paired.drop(columns=drop),
