@@ -107,20 +107,28 @@ def _aggregate_tables(run: Any, agg: pd.DataFrame) -> list[str]:
     out.append(table(["metric", "n", *measures], rows, caption="the whole run"))
     by_group = means[means["scope"] == "group"]
     if groups and not by_group.empty:
-        # one measure per metric: fmeasure when the metric has one, else its first
-        main = {m: ("fmeasure" if "fmeasure" in set(part["measure"]) else part["measure"].iloc[0])
-                for m, part in by_group.groupby("metric", sort=False)}
-        metrics = list(dict.fromkeys(by_group["metric"]))
-        rows = []
-        for values, part in by_group.groupby(groups, sort=False, dropna=False):
-            values = values if isinstance(values, tuple) else (values,)
-            here = part.set_index(["metric", "measure"])
-            cells: list[Any] = [", ".join(str(v) for v in values), int(part["n_examples"].iloc[0])]
-            for m in metrics:
-                key = (m, main[m])
-                cells.append(_cell(here.loc[key] if key in here.index else None,
-                                   two_lines=True))
-            rows.append(cells)
+        # one measure per metric: fmeasure when the metric has one, else its first; one pass
+        # over the rows (a lookup per group and metric, not a frame operation per group)
+        measures_of: dict[str, list[str]] = {}
+        for metric, measure in zip(by_group["metric"], by_group["measure"], strict=True):
+            measures_of.setdefault(metric, [])
+            if measure not in measures_of[metric]:
+                measures_of[metric].append(measure)
+        main = {m: ("fmeasure" if "fmeasure" in ms else ms[0]) for m, ms in measures_of.items()}
+        metrics = list(measures_of)
+        cells_of: dict[tuple, dict[str, Any]] = {}
+        counts: dict[tuple, int] = {}
+        records = by_group[[*groups, "metric", "measure", "mean", "ci_low", "ci_high",
+                            "n_examples"]].to_dict("records")
+        for r in records:
+            key = tuple("nan" if isinstance(r[g], float) and np.isnan(r[g]) else r[g]
+                        for g in groups)
+            counts.setdefault(key, int(r["n_examples"]))
+            if r["measure"] == main[r["metric"]]:
+                cells_of.setdefault(key, {})[r["metric"]] = r
+        rows = [[", ".join(str(v) for v in key), counts[key],
+                 *(_cell(cells_of.get(key, {}).get(m), two_lines=True) for m in metrics)]
+                for key in counts]
         out.append(table([", ".join(groups), "n", *(f"{m}.{main[m]}" for m in metrics)], rows,
                          caption="by group (every measure of every group is in "
                                  "aggregate.parquet)"))
