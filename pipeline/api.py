@@ -351,9 +351,10 @@ def compare(
     """
     from pipeline.compare import compare_runs
 
-    given = {"band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
-             "top": top, "max_missing": max_missing, "adjust": adjust,
-             "history_window": history_window}
+    given: dict[str, Any] = {
+        "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
+        "top": top, "max_missing": max_missing, "adjust": adjust,
+        "history_window": history_window}
     result = compare_runs(baseline_dir, candidate_dir, measures=measures, bands=bands,
                           allow_signature_mismatch=allow_signature_mismatch, history=history,
                           reference_run=reference_run,
@@ -649,7 +650,9 @@ def explain(
     return explain_texts(text, refs, **{**run_settings(run.config), **settings})
 
 
-def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10) -> str:
+def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
+           comparison: str | None = None,
+           compare_options: dict[str, Any] | None = None) -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -661,8 +664,12 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     Args:
         run_dir: a complete ``overlap score`` output (path or URI).
         output: the HTML file to write (path or URI); replaced when it exists.
-        baseline: a complete baseline run (None: no comparison).
+        baseline: a complete baseline run (None: the comparison's, or no comparison).
         top: moved examples to show, >= 0.
+        comparison: a ``compare.json`` of this run: its verdict, alarms and rows are shown,
+            and its settings used for the rest (the two never disagree).
+        compare_options: without ``comparison``, options of :func:`compare` (``measures``,
+            ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
 
     Returns:
         The output path as given.
@@ -680,6 +687,8 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
 
     if top < 0:
         raise ConfigError(f"top must be >= 0, got {top}")
-    text = build_report(run_dir, baseline=baseline, top=top)
+    text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
+                        compare_options={k: v for k, v in (compare_options or {}).items()
+                                         if v is not None})
     write_text(text, locate(output))
     return output

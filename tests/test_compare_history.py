@@ -302,3 +302,31 @@ def test_adjusted_p_is_not_bounded_by_the_trials_and_many_groups_still_alarm():
     assert overall["group"] == "all" and overall["alarm"]
     # Holm over the raw randomization p-values could never alarm here
     assert overall["p_adjusted"] < 0.05 <= overall["p_value"] * 201
+
+
+def test_report_shows_the_comparisons_verdict_and_the_trend(tmp_path, suite):
+    # issue 17: the report read no compare setting and judged with |delta| > 0.01 beside a
+    # compare.json alarming with --band 0.005; now it shows compare.json's own verdict
+    from pipeline import api
+
+    root = tmp_path / "root"
+    plan = SIM.Plan(nights=10, missing_night=10_000, drift_night=10_000, step_night=9)
+    runs = _nights(root, suite, 10, plan=plan)
+    out = tmp_path / "cmp"
+    result = api.compare(str(runs[8]), str(runs[9]), output=str(out), history=str(root),
+                         n_bootstrap=100, bands={"rouge1.fmeasure": 0.0005})
+    doc = json.loads((out / "compare.json").read_text())
+    assert doc["alarms"] and result.alarm
+    html = (tmp_path / "r.html")
+    api.report(str(runs[9]), output=str(html), comparison=str(out / "compare.json"), top=2)
+    text = html.read_text()
+    verdict = text.index('class="verdict alarm"')
+    assert verdict < text.index("<h2>This run</h2>")
+    for a in doc["alarms"]:
+        assert f"{a['kind']}: {a['group']}" in text
+    assert text.count('class="verdict') == 1
+    assert "<h2>Nightly trend</h2>" in text and text.count("<polyline") == 2
+    assert "band: learned" in text or "band: floor" in text
+    # the comparison of another run is refused
+    with pytest.raises(Exception, match="not this run"):
+        api.report(str(runs[8]), output=str(html), comparison=str(out / "compare.json"))

@@ -78,7 +78,7 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     from pipeline import api
 
     def log(line: str) -> None:
-        click.echo(f"nightly: {safe(one_line(line))}", err=True)
+        click.echo(f"nightly: {safe(' '.join(line.split()))}", err=True)
 
     try:
         flags = _parse(score_command, "SCORE_ARGS", [predictions, "--output", "x"], score_args)

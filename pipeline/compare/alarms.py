@@ -86,7 +86,7 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
     for kind, flag, size in (("change", rows["alarm"].to_numpy(bool), beyond),
                              ("drift", rows["drift"].to_numpy(bool),
                               -rows["drift_p"].to_numpy(np.float64))):
-        picked = np.flatnonzero(flag)
+        picked = [int(i) for i in np.flatnonzero(flag)]
         order = sorted(picked, key=lambda i: (not overall[i], -size[i], i))
         out += [{"group": rows["group"].iat[i], "metric": rows["metric"].iat[i],
                  "measure": rows["measure"].iat[i], "kind": kind} for i in order]

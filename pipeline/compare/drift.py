@@ -94,8 +94,8 @@ def ewma(values: np.ndarray, *, target: float, sd: float, lam: float = EWMA_LAMB
     for t, v in enumerate(x):
         prev = lam * v + (1.0 - lam) * prev
         z[t] = prev
-    t = np.arange(1, x.size + 1)
-    limit = width * sd * np.sqrt(lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * t)))
+    steps = np.arange(1, x.size + 1)
+    limit = width * sd * np.sqrt(lam / (2.0 - lam) * (1.0 - (1.0 - lam) ** (2 * steps)))
     return z, limit
 
 

@@ -316,7 +316,7 @@ def read_history_table(*, delta: str | None = None, iceberg: str | None = None,
             from pyiceberg.catalog.sql import SqlCatalog
 
             where = f"{namespace}.aggregates"
-            catalog = SqlCatalog("overlap", uri=iceberg)
+            catalog = SqlCatalog("overlap", uri=str(iceberg))
             table = catalog.load_table(where).scan().to_arrow()
     except Exception as err:  # noqa: BLE001 - any reader failure is an unreadable table
         raise InputError(f"cannot read the history table {where}: {err}") from err
