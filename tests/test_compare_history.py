@@ -164,7 +164,7 @@ def test_static_band_until_seven_nights_then_learned(tmp_path, suite):
     rows = late.comparison.rows
     assert set(rows["band_source"]) <= {"learned", "floor"}
     assert (rows["history_nights"] == 7).all()
-    # the learned band is 5 x 1.4826 x MAD of the history's changes, recomputed here by hand
+    # the learned band is 4 x 1.4826 x MAD of the history's changes, recomputed here by hand
     values = pd.concat([pq.read_table(r / "aggregate.parquet").to_pandas().assign(night=k)
                         for k, r in enumerate(runs[2:9])])
     for r in rows.itertuples():
@@ -172,7 +172,7 @@ def test_static_band_until_seven_nights_then_learned(tmp_path, suite):
             values["scope"] == "all" if r.group == "all" else
             values["system"] == r.group.split("=", 1)[1])]
         c = np.diff(sel.sort_values("night")["mean"].to_numpy())
-        learned = 5.0 * 1.4826 * np.median(np.abs(c - np.median(c)))
+        learned = 4.0 * 1.4826 * np.median(np.abs(c - np.median(c)))
         assert r.band == pytest.approx(max(learned, 0.01), rel=1e-9)
         assert r.band_source == ("learned" if learned > 0.01 else "floor")
     assert late.to_document()["history"]["nights"][0]["run_id"] == "n02"

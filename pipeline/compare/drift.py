@@ -27,7 +27,10 @@ calibrated instead: tonight's statistic gets the p-value of its size among
 through the same estimation (:func:`null_statistics`, seeded); the p-values are adjusted
 across the rows as the change alarm's are (Holm by default), and a row alarms below
 ``1 - confidence``. Nothing is kept between nights: the chart is recomputed from the
-history. :data:`DRIFT_METHOD` was chosen by simulation (``scripts/simulate_nightly.py``).
+history. :data:`DRIFT_METHOD` (EWMA) was chosen by simulation (``scripts/simulate_nightly.py``,
+3 seeds x 84 drift-free nights, band multiplier 4): EWMA raised no false drift alarm and
+first alarmed a slow drift 6-7 nights after its onset; CUSUM raised 2 false ones (on one
+group) and alarmed 6-7 nights after.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import numpy as np
 from pipeline.compare.bands import BAND_MULTIPLIER, MIN_NIGHTS
 
 DRIFT_METHODS = ("cusum", "ewma")
-DRIFT_METHOD = "cusum"
+DRIFT_METHOD = "ewma"
 CUSUM_K = 0.5
 CUSUM_H = 5.0
 EWMA_LAMBDA = 0.2
