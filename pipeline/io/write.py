@@ -98,6 +98,23 @@ def write_text(text: str, loc: Location) -> None:
         raise ExecutionError(f"cannot write {loc.uri}: {e}") from None
 
 
+def checksum(loc: Location) -> str:
+    """The SHA-256 (hex) of a written file, as the run's manifest records it per file.
+
+    :func:`pipeline.io.runs.open_run` verifies a run's files against it.
+
+    Raises:
+        ExecutionError: the file cannot be read back.
+
+    """
+    from pipeline.io.runs import file_sha256
+
+    try:
+        return file_sha256(loc.fs, loc.path)
+    except OSError as e:
+        raise ExecutionError(f"cannot read back {loc.uri}: {e}") from None
+
+
 def write_json(data: Any, loc: Location) -> None:
     """Write ``data`` as indented JSON (see :func:`write_text`)."""
     write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", loc)
@@ -429,5 +446,5 @@ def _sibling_uri(uri: str, name: str) -> str:
 
 
 __all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "STATE_FILE",
-           "SUCCESS_FILE", "OutputDir", "check_apart", "read_json", "write_json", "write_parquet",
-           "write_text"]
+           "SUCCESS_FILE", "OutputDir", "check_apart", "checksum", "read_json", "write_json",
+           "write_parquet", "write_text"]
