@@ -186,3 +186,23 @@ def test_a_staged_file_of_another_run_is_never_published(tmp_path, monkeypatch):
     _one_line_exit(result, 3, "was written by run other, not by this run (mine)",
                    "nothing published")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hardlink"])
+def test_a_link_planted_as_the_lock_is_never_followed(tmp_path, planted):
+    """Issue 19: a `.OUT.overlap-lock -> somefile` got that file truncated and overwritten."""
+    pred = _inputs(tmp_path / "in")
+    victim = tmp_path / "precious.txt"
+    victim.write_text("not yours\n")
+    lock = tmp_path / ".out.overlap-lock"
+    if planted == "symlink":
+        lock.symlink_to(victim)
+    else:
+        os.link(victim, lock)
+    result = _score(pred, tmp_path / "out")
+    _one_line_exit(result, 3, ".out.overlap-lock", "symlink" if planted == "symlink" else "links")
+    assert victim.read_text() == "not yours\n"
+    assert not (tmp_path / "out").exists()
+    lock.unlink()  # once it is gone, the run goes through
+    assert _score(pred, tmp_path / "out").exit_code == 0
+    assert victim.read_text() == "not yours\n"
