@@ -471,7 +471,9 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
 
     Args:
         run_dir: a complete ``overlap score`` output (path or URI).
-        output: the HTML file to write (path or URI); replaced when it exists.
+        output: the HTML file to write (path or URI); an existing file is replaced only when
+            it is a report written by ``overlap report`` (see
+            :func:`pipeline.io.write.write_report_file`).
         baseline: a complete baseline run (None: no comparison).
         top: moved examples to show, >= 0.
 
@@ -482,15 +484,18 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
         ConfigError: ``top`` < 0.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
+        OutputExistsError: the output is a directory, a symlink, or a file that is not a
+            report written by ``overlap report`` (nothing written).
         ExecutionError: the output cannot be written.
 
     """
     from pipeline.io.files import locate
-    from pipeline.io.write import write_text
+    from pipeline.io.write import check_report_output, write_report_file
     from pipeline.report.build import build_report
 
     if top < 0:
         raise ConfigError(f"top must be >= 0, got {top}")
+    check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top)
-    write_text(text, locate(output))
+    write_report_file(text, locate(output), output=output)
     return output

@@ -53,6 +53,14 @@ def edit_a_score(part: Path, column: str = "rouge1_fmeasure") -> None:
     pq.write_table(table, part)
 
 
+def flip_a_byte(part: Path) -> None:
+    """Change one byte in the middle of a file in place: same size, same footer (rows, run
+    id), other contents: only a checksum tells."""
+    data = bytearray(part.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    part.write_bytes(bytes(data))
+
+
 def set_manifest_field(run: Path, key: str, value) -> None:
     """Set a top-level manifest field, or merge into it when both are objects."""
     manifest = json.loads((run / "manifest.json").read_text())

@@ -63,6 +63,19 @@ def retyped_copy(run: Path, output: Path, *, run_id: str, column: str,
     return output
 
 
+def reseal(run: Path) -> Path:
+    """Record a run's files as they are now in its manifest (rows, sizes, SHA-256): for tests
+    that edit a scored run on purpose, as a new run of its own; ``open_run`` refuses an edited
+    run otherwise."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    for entry in [*manifest["outputs"]["examples"], manifest["outputs"]["aggregate"]]:
+        entry.update(num_rows=pq.read_metadata(run / entry["path"]).num_rows,
+                     size_bytes=(run / entry["path"]).stat().st_size,
+                     sha256=sha256_of(run / entry["path"]))
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
 def sha256_of(path: Path) -> str:
     import hashlib
 

@@ -350,11 +350,11 @@ def _verify_file(fs: pafs.FileSystem, name: str, *, shown: str, run_id: Any,
         return meta
     rows, size_bytes = entry.get("num_rows"), entry.get("size_bytes")
     if rows is not None and meta.num_rows != rows:
-        raise InputError(f"{shown} has {meta.num_rows} rows, its run's manifest says {rows}: "
-                         "it changed since the run was scored")
+        raise InputError(f"{shown} changed since the run was scored: it has {meta.num_rows} "
+                         f"rows, its run's manifest says {rows}")
     if size_bytes is not None and size != size_bytes:
-        raise InputError(f"{shown} has {size} bytes, its run's manifest says {size_bytes}: "
-                         "it changed since the run was scored")
+        raise InputError(f"{shown} changed since the run was scored: it has {size} bytes, its "
+                         f"run's manifest says {size_bytes}")
     recorded = entry.get(CHECKSUM_FIELD)
     if recorded is not None:
         try:
