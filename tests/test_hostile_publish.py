@@ -8,6 +8,7 @@ traceback, and nothing written (or lost) in the warehouse.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 
@@ -25,7 +26,7 @@ from tests.hostile_runs import (
     scored_runs,
     set_manifest_field,
 )
-from tests.warehouse_runs import retyped_copy
+from tests.warehouse_runs import reseal, retyped_copy, sha256_of
 
 deltalake = pytest.importorskip("deltalake")
 pytest.importorskip("pyiceberg.catalog")
@@ -93,8 +94,6 @@ def test_examples_edited_after_scoring_are_refused(runs, tmp_path):
 def test_a_run_scored_before_checksums_is_verified_for_the_rest(runs, tmp_path):
     """Older runs (no sha256 in the manifest) publish; files, rows and run ids still count."""
     run = copy(runs["a"], tmp_path / "old")
-    import json
-
     manifest = json.loads((run / "manifest.json").read_text())
     for entry in [*manifest["outputs"]["examples"], manifest["outputs"]["aggregate"]]:
         del entry["sha256"]
@@ -186,11 +185,7 @@ def test_a_label_that_differs_from_a_run_column_only_in_case_is_refused(runs, tm
 
 def _grouped_by(run_src, tmp_path, name: str, array: pa.Array):
     """A copy of a run whose examples have one more column, `g` (as if grouped by it)."""
-    from tests.warehouse_runs import sha256_of
-
     run = copy(run_src, tmp_path / name)
-    import json
-
     manifest = json.loads((run / "manifest.json").read_text())
     for part, entry in zip(parts(run), manifest["outputs"]["examples"], strict=True):
         table = pq.read_table(part)
@@ -310,3 +305,29 @@ def test_a_sqlite_database_that_is_not_a_catalog_is_refused_and_left_alone(runs,
     result = publish(runs["a"], "--iceberg", f"sqlite:///{other}", "--namespace", "ev")
     assert result.exit_code == 2 and "text.db" in one_line_error(result)
     assert other.read_text() == "just text\n"
+
+
+def test_a_run_published_before_fingerprints_is_told_apart_by_its_rows(runs, tmp_path,
+                                                                       monkeypatch):
+    """Tables written before fingerprints were recorded: the same run id with as many rows
+    counts as the same run; with another count it is refused."""
+    from pipeline.warehouse import delta as delta_module
+
+    wh = tmp_path / "wh"
+    with monkeypatch.context() as patch:  # an older publish: no overlap.fingerprint recorded
+        patch.setattr(delta_module, "FINGERPRINT_KEY", "not.the.fingerprint")
+        assert publish(runs["a"], "--delta", wh).exit_code == 0
+    assert all("overlap.fingerprint" not in c for c in
+               deltalake.DeltaTable(str(wh / "examples")).history())
+    again = publish(runs["a"], "--delta", wh)
+    assert again.exit_code == 0 and again.output.count("already there") == 2
+    impostor = copy(runs["a"], tmp_path / "fewer")
+    parts(impostor)[0].unlink()
+    manifest_path = impostor / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["outputs"]["examples"] = manifest["outputs"]["examples"][1:]
+    manifest_path.write_text(json.dumps(manifest))
+    reseal(impostor)
+    result = publish(impostor, "--delta", wh)
+    assert result.exit_code == 2 and "other rows" in one_line_error(result)
+    assert delta_rows(wh) == 40

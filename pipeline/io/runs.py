@@ -374,7 +374,7 @@ def open_run(path: str) -> RunInfo:
     Checks ``_SUCCESS``, reads the manifest and checks its field types, then verifies the
     files: the example files are those ``outputs`` lists, with their rows, sizes and
     checksums, and no file carries another run's id. Every byte of a file with a recorded
-    checksum is read once (SHA-256; about 1 GB/s on one core).
+    checksum is read once (SHA-256).
 
     Args:
         path: the run directory (local path or URI).
