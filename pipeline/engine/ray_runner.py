@@ -65,7 +65,7 @@ def _import_ray(*, local: bool = False) -> Any:
     try:
         import ray
     except ImportError:
-        raise ExecutionError("the ray engine needs Ray", hint="pip install 'ray[data]' or use "
+        raise ExecutionError("the ray engine needs Ray", hint="pip install 'overlap-pipeline[ray]' or use "
                              "--engine local") from None
     finally:
         if saved is None:
