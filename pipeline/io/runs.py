@@ -41,13 +41,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
+from pipeline.io.schema import RUN_ID_KEY
 from pipeline.signature import Signature, score_differences
 
 SUCCESS_MARKER = "_SUCCESS"
 MANIFEST_NAME = "manifest.json"
 EXAMPLES_DIR = "examples"
 SIGNATURE_KEY = b"overlap.signature"
-RUN_ID_KEY = b"overlap.run_id"
 AGGREGATE_NAME = "aggregate.parquet"
 CHECKSUM_FIELD = "sha256"
 _HASH_CHUNK = 1 << 20
@@ -296,10 +296,10 @@ def _example_files(fs: pafs.FileSystem, root: str, path: str) -> list[str]:
 def _listed_outputs(manifest: dict[str, Any], path: str) -> dict[str, dict[str, Any]] | None:
     """``{relative path: entry}`` of the files the manifest's ``outputs`` lists, or None."""
     outputs = manifest.get("outputs")
-    if not isinstance(outputs, dict):
+    if not isinstance(outputs, dict) or not isinstance(outputs.get("examples"), list):
         return None
     listed: dict[str, dict[str, Any]] = {}
-    for entry in [*outputs.get("examples", []), outputs.get("aggregate")]:
+    for entry in [*outputs["examples"], outputs.get("aggregate")]:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             continue
         rel = posixpath.normpath(entry["path"])
