@@ -305,6 +305,12 @@ def test_a_sqlite_database_that_is_not_a_catalog_is_refused_and_left_alone(runs,
     result = publish(runs["a"], "--iceberg", f"sqlite:///{other}", "--namespace", "ev")
     assert result.exit_code == 2 and "text.db" in one_line_error(result)
     assert other.read_text() == "just text\n"
+    # a database with a table of the catalog's name but not its columns
+    lookalike = tmp_path / "lookalike.db"
+    with sqlite3.connect(lookalike) as con:
+        con.execute("CREATE TABLE iceberg_tables (x)")
+    result = publish(runs["a"], "--iceberg", f"sqlite:///{lookalike}", "--namespace", "ev")
+    assert result.exit_code == 2 and "not an Iceberg catalog" in one_line_error(result)
 
 
 def test_a_run_published_before_fingerprints_is_told_apart_by_its_rows(runs, tmp_path,

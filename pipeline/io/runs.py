@@ -253,6 +253,8 @@ def check_manifest(manifest: dict[str, Any], *, shown: str) -> None:
 
 
 def _a(kind: str) -> str:
+    if kind == "null":
+        return kind
     return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 

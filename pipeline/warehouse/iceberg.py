@@ -48,6 +48,9 @@ COMMIT_ATTEMPTS = 8
 # inside pyiceberg; the loop below reloads the table and looks for the run first.
 TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 _SQL_SCHEMES = ("sqlite", "postgresql", "mysql")
+# The columns of pyiceberg's (and Iceberg JdbcCatalog's) table of tables.
+_CATALOG_COLUMNS = frozenset({"catalog_name", "table_namespace", "table_name",
+                              "metadata_location"})
 
 
 def parse_namespace(namespace: str | None) -> tuple[str, ...]:
@@ -85,7 +88,7 @@ def _check_sqlite_file(catalog_uri: str, path: str) -> None:
 
     Raises:
         ConfigError: the file is not a SQLite database, or one with tables but none of the
-            catalog's (``iceberg_tables``).
+            catalog's (``iceberg_tables`` with its columns).
 
     """
     import sqlite3
@@ -105,10 +108,16 @@ def _check_sqlite_file(catalog_uri: str, path: str) -> None:
         try:
             names = [r[0] for r in con.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            columns = {r[1] for r in con.execute("PRAGMA table_info(iceberg_tables)")}
         finally:
             con.close()
     except (OSError, sqlite3.Error) as err:
         raise ConfigError(f"catalog {catalog_uri}: cannot read {path} as SQLite: {err}") from err
+    if "iceberg_tables" in names and not _CATALOG_COLUMNS <= columns:
+        raise ConfigError(f"catalog {catalog_uri}: {path} has a table iceberg_tables without "
+                          f"the catalog's columns ({', '.join(sorted(_CATALOG_COLUMNS - columns))}"
+                          " missing), so it is not an Iceberg catalog",
+                          hint="give a new file or an existing catalog")
     if names and "iceberg_tables" not in names:
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         raise ConfigError(f"catalog {catalog_uri}: {path} is a SQLite database but not an "
