@@ -377,11 +377,11 @@ def publish(
     if delta is not None:
         from pipeline.warehouse.delta import publish_delta
 
-        published += publish_delta(run, delta)
+        published += publish_delta(formats["delta"], delta)
     if iceberg is not None:
         from pipeline.warehouse.iceberg import publish_iceberg
 
-        published += publish_iceberg(run, catalog, namespace=str(namespace))
+        published += publish_iceberg(formats["iceberg"], catalog, namespace=str(namespace))
     return published
 
 
