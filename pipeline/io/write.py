@@ -53,8 +53,19 @@ def _exists(loc: Location) -> pafs.FileType:
 
 
 def _tmp_name(loc: Location) -> Location:
+    """``.NAME.tmp`` beside ``loc``, with whatever had that name removed first (locally).
+
+    A leftover temporary file is a write cut short; a symlink or hard link there was planted:
+    writing through it would truncate its target. Unlinking removes the name, never the
+    target, so the write below always creates a new file.
+    """
     head, name = posixpath.split(loc.path)
-    return Location(loc.fs, posixpath.join(head, f".{name}.tmp"), loc.uri + ".tmp")
+    tmp = Location(loc.fs, posixpath.join(head, f".{name}.tmp"), loc.uri + ".tmp")
+    if isinstance(loc.fs, pafs.LocalFileSystem) and os.path.lexists(tmp.path) and (
+            os.path.islink(tmp.path) or not os.path.isdir(tmp.path)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp.path)
+    return tmp
 
 
 def write_parquet(table: pa.Table, loc: Location, *,
