@@ -141,7 +141,12 @@ def write_night(root: Path, date: str, run_id: str, frame: pd.DataFrame) -> Path
                          "metric": m, "measure": "fmeasure", "statistic": "mean",
                          "threshold": None, "mean": float(part[f"{m}_fmeasure"].mean()),
                          "ci_low": None, "ci_high": None, "n_examples": len(part)})
-    pq.write_table(pa.Table.from_pylist(rows), run / "aggregate.parquet")
+    schema = pa.schema([("scope", pa.string()), ("system", pa.string()),
+                        ("metric", pa.string()), ("measure", pa.string()),
+                        ("statistic", pa.string()), ("threshold", pa.float64()),
+                        ("mean", pa.float64()), ("ci_low", pa.float64()),
+                        ("ci_high", pa.float64()), ("n_examples", pa.int64())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), run / "aggregate.parquet")
     manifest = {"run_id": run_id, "signature": sig, "started_at": f"{date}T02:00:00+00:00",
                 "config": {"id_column": "id", "group_by": ["system"], "metrics": list(METRICS),
                            "tokenizer": "rouge-score", "stemmer": "none"}}

@@ -330,3 +330,55 @@ def test_report_shows_the_comparisons_verdict_and_the_trend(tmp_path, suite):
     # the comparison of another run is refused
     with pytest.raises(Exception, match="not this run"):
         api.report(str(runs[8]), output=str(html), comparison=str(out / "compare.json"))
+
+
+def test_history_from_the_published_aggregates_tables(tmp_path, suite):
+    # issue 17: a warehouse user keeps the history in the aggregates table of overlap publish
+    from pipeline import api
+    from pipeline.compare import read_history, read_history_table
+    from pipeline.io.runs import open_run
+
+    root = tmp_path / "root"
+    runs = _nights(root, suite, 4)
+    catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
+    for t, r in enumerate(runs[:3]):
+        api.publish(str(r), delta=str(tmp_path / "wh"), iceberg=catalog, namespace="evals",
+                    warehouse=str(tmp_path / "iceberg"), run_date=f"2026-01-{t + 1:02d}")
+    candidate = open_run(str(runs[3]))
+    from_root = read_history(str(root), candidate=candidate, window=14)
+    keys = from_root.nights[0].values[["group", "metric", "measure", "statistic"]]
+    for table in (read_history_table(delta=str(tmp_path / "wh"), candidate=candidate,
+                                     window=14),
+                  read_history_table(iceberg=catalog, namespace="evals", candidate=candidate,
+                                     window=14)):
+        assert [n.run_id for n in table.nights] == ["n00", "n01", "n02"]
+        np.testing.assert_array_equal(table.series(keys), from_root.series(keys))
+    result = compare_runs(str(runs[2]), str(runs[3]), n_bootstrap=50, top=0,
+                          history=read_history_table(delta=str(tmp_path / "wh"),
+                                                     candidate=candidate, window=14))
+    assert (result.comparison.rows["history_nights"] == 3).all()
+
+
+def test_alarms_only_output_and_a_pinned_reference(tmp_path, suite):
+    plan = SIM.Plan(nights=10, missing_night=10_000, drift_night=10_000, step_night=9)
+    runs = _nights(tmp_path / "root", suite, 10, plan=plan)
+    args = ["compare", str(runs[8]), str(runs[9]), "--history", str(tmp_path / "root"),
+            "--n-bootstrap", "100"]
+    alarms = CliRunner().invoke(main, [*args, "--format", "alarms"])
+    assert alarms.exit_code == 1
+    lines = alarms.stdout.splitlines()
+    assert lines[0].startswith("ALARM: ") and all(line.startswith("  ") for line in lines[1:])
+    doc = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert len(lines) == 1 + len(doc["alarms"])
+    summary = CliRunner().invoke(main, args).stdout
+    assert summary.splitlines()[:len(lines)] == lines  # the verdict and alarms come first
+    assert "only b/c" not in summary  # no full table ...
+    assert "only b/c" in CliRunner().invoke(main, [*args, "--format", "table"]).stdout  # here
+    # a pinned reference: the step group's drift chart measures from that run's level
+    pinned = compare_runs(str(runs[8]), str(runs[9]), history=str(tmp_path / "root"),
+                          reference_run=str(runs[0]), n_bootstrap=100, top=0)
+    assert pinned.to_document()["history"]["reference_run"] == str(runs[0])
+    rows = pinned.comparison.rows
+    assert np.isfinite(rows["drift_p"]).all()
+    with pytest.raises(ConfigError, match="needs --history"):
+        compare_runs(str(runs[8]), str(runs[9]), reference_run=str(runs[0]), top=0)
