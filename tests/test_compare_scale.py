@@ -48,3 +48,16 @@ def test_compare_and_report_cost_little_per_group(tmp_path):
     report_per_group = (timings["many"][1] - timings["one"][1]) / groups
     assert compare_per_group < 0.0012, timings
     assert report_per_group < 0.0025, timings
+
+
+def test_a_report_of_many_groups_shows_a_bounded_table(tmp_path):
+    from pipeline.report.build import MAX_GROUP_ROWS
+
+    bench = _bench()
+    base = bench.write_run(tmp_path / "b", groups=MAX_GROUP_ROWS + 100, per_group=2, seed=1)
+    cand = bench.write_run(tmp_path / "c", groups=MAX_GROUP_ROWS + 100, per_group=2, seed=2)
+    api.report(str(cand), output=str(tmp_path / "r.html"), baseline=str(base), top=0)
+    text = (tmp_path / "r.html").read_text()
+    assert f"the first {MAX_GROUP_ROWS} of {MAX_GROUP_ROWS + 100} groups shown" in text
+    assert f"of {MAX_GROUP_ROWS + 101} rows: the overall ones, every alarming one" in text
+    assert text.count("<tr") < 3 * MAX_GROUP_ROWS

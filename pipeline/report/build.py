@@ -33,6 +33,8 @@ from pipeline.report.html import (
 )
 
 _ROUGE = re.compile(r"rouge([1-9]|L|Lsum)")
+# Tables of a report with more groups show this many rows (the files hold them all).
+MAX_GROUP_ROWS = 500
 _SKIP_NOTES = {
     "zero_token_texts": "texts with visible characters produced no token (try --tokenizer "
                         "unicode)",
@@ -136,12 +138,16 @@ def _aggregate_tables(run: Any, agg: pd.DataFrame) -> list[str]:
             counts.setdefault(key, int(r["n_examples"]))
             if r["measure"] == main[r["metric"]]:
                 cells_of.setdefault(key, {})[r["metric"]] = r
+        shown = list(counts)[:MAX_GROUP_ROWS]
         rows = [[", ".join(str(v) for v in key), counts[key],
                  *(_cell(cells_of.get(key, {}).get(m), two_lines=True) for m in metrics)]
-                for key in counts]
+                for key in shown]
+        left = len(counts) - len(shown)
         out.append(table([", ".join(groups), "n", *(f"{m}.{main[m]}" for m in metrics)], rows,
                          caption="by group (every measure of every group is in "
-                                 "aggregate.parquet)"))
+                                 "aggregate.parquet)" + (f"; the first {len(shown)} of "
+                                                         f"{len(counts)} groups shown"
+                                                         if left else "")))
     rates = agg[agg["statistic"] == "pass_rate"]
     if not rates.empty:
         rows = [["(all)" if r["scope"] == "all" else ", ".join(str(r[g]) for g in groups),
@@ -282,7 +288,17 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
                      if doc["alarm"] else "no alarm")),
     ])]
     rows, classes = [], []
-    for r in doc["rows"]:
+    every = doc["rows"]
+    picked = [r for r in every if r["group"] == "all" or r["alarm"] or r.get("missing")
+              or r.get("drift")]
+    if len(every) <= MAX_GROUP_ROWS:
+        picked = every
+    else:
+        seen = {id(r) for r in picked}
+        picked += [r for r in every if id(r) not in seen][:max(MAX_GROUP_ROWS - len(picked), 0)]
+        order = {id(r): i for i, r in enumerate(every)}
+        picked.sort(key=lambda r: order[id(r)])
+    for r in picked:
         flags = ((["ALARM"] if r["alarm"] else []) + (["MISSING"] if r.get("missing") else [])
                  + (["DRIFT"] if r.get("drift") else []))
         rows.append([r["group"], f"{r['metric']}.{r['measure']}", r["n_paired"],
@@ -296,7 +312,10 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
         classes.append("alarm" if flags else "")
     out.append(table(["group", "measure", "n", "baseline", "this run", "delta",
                       f"{level} interval", "p", "p adj", "band", "alarm"], rows, left=2,
-                     row_classes=classes))
+                     row_classes=classes,
+                     caption=None if len(picked) == len(every) else
+                     f"{len(picked)} of {len(every)} rows: the overall ones, every alarming "
+                     "one, then the first groups; every row is in compare.parquet"))
     notes = list(result.notes)
     if notes:
         out.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes)
