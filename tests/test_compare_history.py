@@ -382,3 +382,13 @@ def test_alarms_only_output_and_a_pinned_reference(tmp_path, suite):
     assert np.isfinite(rows["drift_p"]).all()
     with pytest.raises(ConfigError, match="needs --history"):
         compare_runs(str(runs[8]), str(runs[9]), reference_run=str(runs[0]), top=0)
+
+
+def test_a_step_is_one_change_alarm_not_also_a_drift():
+    from pipeline.compare import alarm_list
+
+    rows = pd.DataFrame({"group": ["all"], "metric": ["r1"], "measure": ["fmeasure"],
+                         "delta": [0.05], "band": [0.01], "alarm": [True],
+                         "missing": [False], "drift": [True], "drift_p": [0.001]})
+    assert alarm_list(rows) == [{"group": "all", "metric": "r1", "measure": "fmeasure",
+                                 "kind": "change"}]

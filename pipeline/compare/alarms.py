@@ -64,7 +64,8 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
     """The alarms of a comparison's rows, in reading order.
 
     Order: ``missing`` first (examples lost explain the rest; one entry per group, metric
-    and measure null), then ``change``, then ``drift``; within a kind the overall rows
+    and measure null), then ``change``, then ``drift`` (not for a row that changed tonight:
+    a step also moves the chart, and is read as a change); within a kind the overall rows
     (``all``) first, then the groups, each by how far beyond its band or limit it is
     (``|delta| / band``; for drift the smallest ``drift_p``), ties in row order.
 
@@ -83,8 +84,9 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
         beyond = np.abs(rows["delta"].to_numpy(np.float64)) / np.where(band > 0, band, np.nan)
     beyond = np.where(np.isfinite(beyond), beyond, np.inf)
     overall = (rows["group"] == ALL_GROUP).to_numpy()
-    for kind, flag, size in (("change", rows["alarm"].to_numpy(bool), beyond),
-                             ("drift", rows["drift"].to_numpy(bool),
+    change = rows["alarm"].to_numpy(bool)
+    for kind, flag, size in (("change", change, beyond),
+                             ("drift", rows["drift"].to_numpy(bool) & ~change,
                               -rows["drift_p"].to_numpy(np.float64))):
         picked = [int(i) for i in np.flatnonzero(flag)]
         order = sorted(picked, key=lambda i: (not overall[i], -size[i], i))
