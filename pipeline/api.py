@@ -451,7 +451,9 @@ def nightly(
         return NightlyRun(err.exit_code, "", error=err)
     try:
         run_id = check_run_id(run_id or new_run_id())
-    except ConfigError as error:
+    except ConfigError:
+        error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
+                            f"with a letter or digit, got {run_id!r}")
         return NightlyRun(error.exit_code, "", error=error)
     from pipeline.compare.history import last_complete_run
     from pipeline.io.runs import filesystem
