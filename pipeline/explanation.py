@@ -1,8 +1,11 @@
 """Why one example scored what it did: the matched units behind each metric's statistics.
 
 Pure core (texts in, explanations out), written in plain Python over token strings so that
-it reads like the definitions; the scorer's compiled kernels compute the same numbers
-(a property test holds the two together):
+it reads like the definitions, but for the LCS walks, which run in compiled kernels
+(:func:`pipeline.metrics.lcs.lcs_alignment`, :func:`~pipeline.metrics.lcs.union_lcs_alignment`:
+linear memory, about the scorer's time; a table in Python lists took 31 s and 1.1 GB for
+two 10,000-token texts); the scorer's kernels compute the same numbers (a property test
+holds the two together, another holds the walks to rouge-score's):
 
 - ``rougeN``: the clipped n-gram matches: every n-gram in both texts with its count in the
   prediction, in the reference and ``min`` of the two (Lin 2004, §2; rouge-score
