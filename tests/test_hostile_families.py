@@ -82,6 +82,21 @@ def test_a_huge_skip_gap_by_metric_name_equals_no_limit():
             got[f"rougeSU_{stat}"].tolist()
 
 
+@pytest.mark.parametrize("flags, same_as", [
+    ("-l 99999999999999999999999 -2 4 -U", "-2 4 -U"),
+    ("-b 99999999999999999999999 -2 4 -U", "-2 4 -U"),
+    ("-2 -99999999999999999999999 -U", "-2 -1 -U"),
+])
+def test_huge_limits_are_no_limits(tmp_path, predictions, flags, same_as):
+    outs = []
+    for k, f in enumerate((flags, same_as)):
+        outs.append(tmp_path / f"out{k}")
+        result = score(predictions, "--output", str(outs[-1]), "--rouge155", f)
+        assert result.exit_code == 0, result.output
+    got, want = examples(outs[0]), examples(outs[1])
+    assert got.select(want.column_names).equals(want)
+
+
 @pytest.mark.parametrize("flags, fragment", [
     ("-w 1e308", "wlcs_weight"),      # before: OverflowError traceback, staging left
     ("-w 1e-300", "wlcs_weight"),     # before: OverflowError traceback in the aggregate
