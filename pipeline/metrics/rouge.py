@@ -22,7 +22,13 @@ from pipeline.compiled import kernel
 from pipeline.errors import ConfigError
 from pipeline.metrics import rouge155
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
-from pipeline.tokenizers import STEMMERS, TOKENIZERS, get_tokenizer, tokenize_batch
+from pipeline.tokenizers import (
+    SPACE_CLASS_RE2,
+    STEMMERS,
+    TOKENIZERS,
+    get_tokenizer,
+    tokenize_batch,
+)
 
 NAMES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 # Metric codes of the batch kernel (pipeline.metrics.batch, not imported: it imports numba):
@@ -240,8 +246,7 @@ def _flatten_arrow(references: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, 
 
 
 # Python's \s in a str pattern (str.isspace()), spelled out for RE2, whose \s is ASCII only.
-_SPACE_CLASS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}"
-                r"\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}")
+_SPACE_CLASS = SPACE_CLASS_RE2
 _SEVERAL_SENTENCES_RE2 = f"[.!?][{_SPACE_CLASS}]+[^{_SPACE_CLASS}]"
 
 

@@ -124,11 +124,28 @@ def _rouge_score_split(pattern: str) -> Callable[[pa.Array], pa.ListArray]:
     return split
 
 
+# Python's whitespace (str.isspace(), what str.split() splits on), spelled out for RE2,
+# whose \s is ASCII only (tests/test_tokenizers.py checks it over all of Unicode).
+SPACE_CLASS_RE2 = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}"
+                   r"\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}")
+# Not pc.utf8_split_whitespace: in pyarrow (seen in 26.0.1) it reads past the end of a
+# string that ends in white space, and when the byte there is not ASCII it keeps the
+# white space as a token (" ") or on the last token ("word "). For the last string of an
+# array that byte is outside the data, so the tokens changed from run to run.
+_WHITESPACE_RUN = f"[{SPACE_CLASS_RE2}]+"
+
+
+def _whitespace_split(lines: pa.Array) -> pa.ListArray:
+    """Split on runs of Python's white space (with empty strings at the ends, dropped later)."""
+    return pc.split_pattern_regex(lines, _WHITESPACE_RUN)
+
+
 def _unicode_split(lines: pa.Array) -> pa.ListArray:
     spaced = pc.replace_substring_regex(lines, _NO_SPACE_CLASS, r" \0 ")
-    return pc.utf8_split_whitespace(
-        pc.replace_substring_regex(spaced, r"[^\p{L}\p{M}\p{N}]+", " ")
-    )
+    # every run of non-word characters is now one " " (see _whitespace_split for why
+    # this is not pc.utf8_split_whitespace)
+    return pc.split_pattern(
+        pc.replace_substring_regex(spaced, r"[^\p{L}\p{M}\p{N}]+", " "), " ")
 
 
 def _nfkc_casefold(text: str) -> str:
@@ -158,7 +175,7 @@ def get_tokenizer(name: str, *, case_sensitive: bool = False) -> Tokenizer:
             Unicode letters, combining marks and digits (``\\p{L}\\p{M}\\p{N}``), except that each
             character of a script written without spaces (Han, Hiragana, Katakana, Thai, Lao,
             Khmer, Myanmar, ...) is a token of its own.
-        ``whitespace``: ``str.lower()``, split on Unicode whitespace, nothing else (punctuation
+        ``whitespace``: ``str.lower()``, split on Unicode whitespace as ``str.split()`` (punctuation
             stays attached to words).
 
     Args:
@@ -184,7 +201,7 @@ def get_tokenizer(name: str, *, case_sensitive: bool = False) -> Tokenizer:
                          _nfkc if case_sensitive else _nfkc_casefold, _unicode_split)
     if name == "whitespace":
         return Tokenizer(name, case_sensitive, "lowercase, split on whitespace",
-                         _identity if case_sensitive else _lower, pc.utf8_split_whitespace)
+                         _identity if case_sensitive else _lower, _whitespace_split)
     raise ConfigError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}",
                       hint=did_you_mean(name, TOKENIZERS))
 
