@@ -213,18 +213,27 @@ def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_bootstrap_spread_over_ray_workers_gives_the_same_intervals(ray_run, monkeypatch):
+def test_aggregate_from_per_file_sums_on_ray_workers_equals_one_aggregate_of_all_rows(
+        ray_run):
+    """Tasks on Ray workers return each file's sums and share of the bootstrap; the driver
+    only adds them: the table equals aggregate() of every row at once, bit for bit."""
+    from pipeline.aggregate import aggregate
     from pipeline.engine import run as engine_run
     from pipeline.engine.ray_runner import RayRunner
     from pipeline.io.files import locate
 
     out, _, _ = ray_run
-    files = [locate(str(p)) for p in sorted((out / "examples").iterdir())]
+    paths = sorted((out / "examples").iterdir())
+    files = [locate(str(p)) for p in paths]
     cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rougeL", "fmeasure", 0.3),))
-    monkeypatch.setattr(engine_run, "spreads_bootstrap", lambda runner, draws: True)
     runner = RayRunner()  # reuses the session's instance
     try:
-        spread = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
+        merged = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
     finally:
         runner.close()
-    assert spread.equals(pq.read_table(out / "aggregate.parquet").replace_schema_metadata())
+    rows = pa.concat_tables(pq.read_table(p) for p in paths)
+    whole = aggregate(rows, metrics=cfg.metrics, group_by=cfg.group_by,
+                      thresholds=cfg.thresholds, n_bootstrap=cfg.bootstrap, seed=cfg.seed,
+                      id_column=cfg.id_column)
+    assert merged.num_rows == 13 * 25
+    assert merged.equals(whole)

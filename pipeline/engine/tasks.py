@@ -1,16 +1,19 @@
-"""The work of a run, as three functions that every engine runs the same way.
+"""The work of a run, as functions that every engine runs the same way.
 
-1. :func:`split_unit`: read one unit (row groups of one file) and split its rows by
-   partition (hash of the id); :func:`read_unit` when there is a single partition.
-2. :func:`check_partition`: join one partition's predictions and references by id and
-   report problems (missing, duplicate or empty references) and reference counts, without
-   scoring; it also returns the joined partition, so that the text is joined once. The
-   driver fails the run here, before any expensive work, if anything is wrong.
-3. :func:`score_joined`: score a checked partition and write ``examples/part-*.parquet``
-   (:func:`score_partition` joins the pieces first: a resumed run whose check was saved).
+1. :func:`exchange_unit`: read one unit (row groups of one file), split its rows by
+   partition (hash of the id) and write them to the unit's exchange file in the staging
+   directory (:mod:`pipeline.io.exchange`): one pass over the input, nothing kept in memory.
+2. :func:`check_partition`: join one partition's ids (and reference counts) from every unit's
+   exchange file and report problems (missing, duplicate or empty references) and reference
+   counts. It reads the id and list-length columns only, never the text. The driver fails
+   the run here, before any expensive work, if anything is wrong.
+3. :func:`score_partition`: read one partition's rows from the exchange files, join them,
+   score and write ``examples/part-*.parquet`` (:func:`score_joined`).
 
-They take and return plain data (Arrow tables, dataclasses), never touch Ray, and keep the
-expensive state (the :class:`~pipeline.scoring.Scorer`) once per worker process.
+Each task holds at most one partition (or one unit) and returns small results (counts, file
+names), so no text passes through the driver or an engine's object store. They take and
+return plain data (Arrow tables, dataclasses), never touch Ray, and keep the expensive state
+(the :class:`~pipeline.scoring.Scorer`) once per worker process.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
+from pipeline.io.exchange import Exchange, read_piece, write_pieces
 from pipeline.io.files import locate
 from pipeline.io.partition import partition_of, split_by_partition
 from pipeline.io.read import read_row_groups
@@ -194,8 +198,7 @@ class PartitionTask:
             :mod:`pipeline.engine.resume`); None writes none.
         run_id: written in the ``run_id`` column and the file metadata.
         signature: written in the file metadata (key ``overlap.signature``).
-        n_prediction_pieces: how many of the task's pieces come from prediction units
-            (first).
+        exchange: where the partition's rows are (every unit's exchange file).
         faults: injected faults (tests only, see :mod:`pipeline.engine.faults`), or None.
 
     """
@@ -205,7 +208,7 @@ class PartitionTask:
     marker_uri: str | None
     run_id: str
     signature: str
-    n_prediction_pieces: int
+    exchange: Exchange
     faults: Faults | None = None
 
 
@@ -269,6 +272,88 @@ def split_unit(spec: InputSpec, unit: Unit, n_partitions: int) -> list[pa.Table]
     table = read_unit(spec, unit)
     return split_by_partition(table, partition_of(table.column(spec.id_column), n_partitions),
                               n_partitions)
+
+
+@dataclass
+class UnitSplit:
+    """Result of :func:`exchange_unit`.
+
+    Attributes:
+        side: ``predictions`` or ``references``.
+        index: the unit.
+        rows: rows sent to each partition, in partition order.
+        size_bytes: size of the exchange file written.
+        seconds: time spent in the task.
+
+    """
+
+    side: str
+    index: int
+    rows: list[int]
+    size_bytes: int
+    seconds: float
+
+
+@small_result
+def exchange_unit(spec: InputSpec, unit: Unit, exchange: Exchange) -> UnitSplit:
+    """Read a unit, split its rows by partition and write them to its exchange file.
+
+    Args:
+        spec: the resolved inputs.
+        unit: the row groups to read.
+        exchange: where the exchange files go, and how many partitions there are.
+
+    Raises:
+        InputError: as :func:`read_unit`.
+        ExecutionError: the storage refused the write (transient: Ray retries it).
+
+    """
+    start = time.perf_counter()
+    n = exchange.n_partitions
+    table = read_unit(spec, unit)
+    pieces = [table] if n == 1 else split_by_partition(
+        table, partition_of(table.column(spec.id_column), n), n)
+    size = write_pieces(pieces, table.schema, locate(exchange.unit_uri(unit.side, unit.index)))
+    return UnitSplit(unit.side, unit.index, [p.num_rows for p in pieces], size,
+                     time.perf_counter() - start)
+
+
+def _list_skeleton(refs: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A list column with the same lists, nulls and null elements, every text empty.
+
+    What the check needs of references (how many, which are null) without their text.
+    """
+    if isinstance(refs, pa.ChunkedArray):
+        refs = refs.combine_chunks()
+    refs = refs.cast(pa.large_list(pa.large_string()))
+    values = refs.values
+    skeleton = pc.if_else(pc.is_null(values), pa.scalar(None, pa.large_string()),
+                          pa.scalar("", pa.large_string()))
+    offsets = pc.subtract(refs.offsets, refs.offsets[0]) if len(refs) else refs.offsets
+    start = refs.offsets[0].as_py() if len(refs) else 0
+    stop = refs.offsets[len(refs)].as_py() if len(refs) else 0
+    return pa.LargeListArray.from_arrays(offsets, skeleton.slice(start, stop - start),
+                                         mask=pc.is_null(refs) if refs.null_count else None)
+
+
+def _text_skeleton(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Empty strings where ``texts`` has a value, nulls where it has none."""
+    return pc.if_else(pc.is_null(texts), pa.scalar(None, pa.large_string()),
+                      pa.scalar("", pa.large_string()))
+
+
+def _keys_of(spec: InputSpec, table: pa.Table, side: str) -> pa.Table:
+    """The columns :func:`_join` reads for its checks, texts replaced by their skeletons."""
+    if side == "predictions":
+        columns = {spec.id_column: table.column(spec.id_column)}
+        if spec.layout == "inline":
+            columns[spec.reference_column] = _list_skeleton(
+                table.column(spec.reference_column))
+        return pa.table(columns)
+    refs = table.column(spec.reference_column)
+    return pa.table({spec.id_column: table.column(spec.id_column),
+                     spec.reference_column: _list_skeleton(refs) if spec.layout == "list"
+                     else _text_skeleton(refs)})
 
 
 @dataclass
@@ -378,55 +463,58 @@ def _unique(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.unique(ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids)
 
 
-def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
-                    *pieces: pa.Table) -> tuple[PartitionCheck, Joined | None]:
-    """Join one partition and report its problems and reference counts, without scoring.
+@small_result
+def check_partition(spec: InputSpec, index: int, exchange: Exchange) -> PartitionCheck:
+    """Join one partition's ids and report its problems and reference counts, without scoring.
+
+    Only the id column and the references' counts and nulls are read from the exchange
+    files (text columns are never touched on a local filesystem: they are memory-mapped).
 
     Args:
         spec: the resolved inputs.
         index: the partition.
-        n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
-        pieces: this partition's table from every prediction unit, then every reference unit.
-
-    Returns:
-        The check, and the joined partition for :func:`score_joined` (None when the
-        partition has problems: it will not be scored).
+        exchange: where every unit's rows are.
 
     """
     start = time.perf_counter()
-    joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
+    pred_cols = [spec.id_column] + ([spec.reference_column] if spec.layout == "inline" else [])
+    ref_cols = [spec.id_column, spec.reference_column]
+    preds = [_keys_of(spec, read_piece(locate(u), index, pred_cols), "predictions")
+             for u in exchange.uris("predictions")]
+    refs = [_keys_of(spec, read_piece(locate(u), index, ref_cols), "references")
+            for u in exchange.uris("references")]
+    joined = _join(spec, preds, refs)
     lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
-    check = PartitionCheck(
+    return PartitionCheck(
         index=index, n_examples=len(lengths),
         min_references=int(lengths.min()) if len(lengths) else 0,
         max_references=int(lengths.max()) if len(lengths) else 0,
         problems=joined.problems, seconds=time.perf_counter() - start,
         skipped=joined.skipped)
-    return check, (None if joined.problems.counts else joined)
 
 
 @small_result
-def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
-                    *pieces: pa.Table) -> PartitionResult:
-    """Join one partition's pieces, then :func:`score_joined` (a run whose check was saved).
+def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
+                    ) -> PartitionResult:
+    """Read one partition's rows from the exchange files, join them, :func:`score_joined`.
 
     Args:
         spec: the resolved inputs.
         settings: scoring settings.
-        task: the partition, where to write, how to label.
-        pieces: as in :func:`check_partition`.
+        task: the partition, where its rows are, where to write, how to label.
 
     Raises:
         InputError: the partition has a problem (the check stage should have caught it).
-        ExecutionError: the storage refused a write (transient: Ray retries it).
+        ExecutionError: the storage refused a read or a write (transient: Ray retries it).
 
     """
     start = time.perf_counter()
-    joined = _join(spec, pieces[:task.n_prediction_pieces], pieces[task.n_prediction_pieces:])
+    ex = task.exchange
+    joined = _join(spec, [read_piece(locate(u), task.index) for u in ex.uris("predictions")],
+                   [read_piece(locate(u), task.index) for u in ex.uris("references")])
     return score_joined(spec, settings, task, joined, started=start)
 
 
-@small_result
 def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                  joined: Joined, *, started: float | None = None) -> PartitionResult:
     """Score and write one joined partition's examples, then its completion marker.
@@ -438,7 +526,7 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
         spec: the resolved inputs.
         settings: scoring settings.
         task: the partition, where to write, how to label.
-        joined: the partition, from :func:`check_partition`.
+        joined: the partition, joined by :func:`score_partition`.
         started: when the task started (``time.perf_counter``), for ``seconds``.
 
     Returns:
@@ -521,6 +609,26 @@ def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
     if task.marker_uri is not None:
         write_json(dataclasses.asdict(result), locate(task.marker_uri))
     return result
+
+
+@small_result
+def aggregate_sums(uri: str, part: int, columns: Sequence[str], group_by: Sequence[str],
+                   id_column: str | None) -> Any:
+    """A part's mergeable sums (:func:`pipeline.aggregate.part_sums_of_file`)."""
+    from pipeline.aggregate import part_sums_of_file
+
+    return part_sums_of_file(uri, part, columns, group_by, id_column)
+
+
+@small_result
+def aggregate_resamples(uri: str, columns: Sequence[str], group_by: Sequence[str],
+                        id_column: str | None, scales: Any, n_bootstrap: int, seed: int
+                        ) -> Any:
+    """A part's share of the bootstrap (:func:`pipeline.aggregate.part_resamples_of_file`)."""
+    from pipeline.aggregate import part_resamples_of_file
+
+    return part_resamples_of_file(uri, columns, group_by, id_column, scales, n_bootstrap,
+                                  seed)
 
 
 def warm_up(settings: ScoringSettings) -> int:

@@ -1,0 +1,80 @@
+"""The engine's stages: rows go through exchange files, the check never reads text.
+
+The split writes each unit's rows, cut by partition, to an Arrow file in the staging
+directory; the check reads ids and reference counts from them, the score stage a
+partition's whole rows. Nothing of this is left once the run is published.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.api import score
+from pipeline.config import ScoreConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "pipeline" / "data" / "realsumm"
+PREDS = str(DATA / "predictions")
+REFS = str(DATA / "references.parquet")
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_the_check_reads_ids_and_reference_counts_and_the_score_stage_the_rows(
+        tmp_path, monkeypatch, inline):
+    from pipeline.engine import tasks
+
+    preds, refs = PREDS, REFS
+    if inline:  # the references as a list column of the predictions
+        import pyarrow as pa
+
+        p = pq.read_table(PREDS)
+        r = pq.read_table(REFS).group_by("id").aggregate([("reference", "list")])
+        lists = dict(zip(r.column("id").to_pylist(), r.column("reference_list").to_pylist(),
+                         strict=True))
+        p = p.append_column("references", pa.array([lists[i] for i in
+                                                    p.column("id").to_pylist()]))
+        (tmp_path / "inline").mkdir()
+        pq.write_table(p, tmp_path / "inline" / "part-0.parquet", row_group_size=600)
+        preds, refs = str(tmp_path / "inline"), None
+    calls: list[tuple[str, int, tuple[str, ...] | None]] = []
+    read_piece = tasks.read_piece
+
+    def recording(loc, index, columns=None):
+        calls.append((loc.path.rsplit("/", 1)[-1], index, None if columns is None
+                      else tuple(columns)))
+        return read_piece(loc, index, columns)
+
+    monkeypatch.setattr(tasks, "read_piece", recording)
+    # one process: tasks run here, in order (split, check every partition, score)
+    cfg = ScoreConfig(engine="local", num_cpus=1, partition_rows=700, bootstrap=0)
+    run = score(preds, references=refs, output=str(tmp_path / "run"), config=cfg)
+    n_units = run.manifest["counts"]["prediction_units"] + run.manifest["counts"][
+        "reference_units"]
+    assert run.manifest["stages"]["split"] == {"units_run": n_units, "units_reused": 0}
+    checks, scores = calls[:4 * n_units], calls[4 * n_units:]
+    want = ("id", "references") if inline else None
+    for name, _, columns in checks:
+        if name.startswith("predictions"):
+            assert columns == (want or ("id",))  # never the prediction text
+        else:  # the reference rows: ids, and which references are null (not their text)
+            assert columns == ("id", "reference")
+    assert [c[1] for c in checks] == [b for b in range(4) for _ in range(n_units)]
+    assert [c[2] for c in scores] == [None] * (4 * n_units)  # whole rows, to score
+    assert run.manifest["counts"]["examples_scored"] == 2500
+    staging = list(tmp_path.glob(".run.overlap-staging-*"))
+    assert staging == []  # the exchange files went with the staging directory
+
+
+def test_a_problem_found_by_the_check_leaves_no_exchange_file(tmp_path):
+    from pipeline.errors import InputError
+
+    t = pq.read_table(REFS)
+    pq.write_table(t.slice(0, t.num_rows - 40), tmp_path / "refs.parquet")
+    with pytest.raises(InputError, match="predictions have no references"):
+        score(PREDS, references=str(tmp_path / "refs.parquet"),
+              output=str(tmp_path / "run"),
+              config=ScoreConfig(engine="local", partition_rows=700, bootstrap=0))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["refs.parquet"]
