@@ -78,3 +78,30 @@ def test_a_problem_found_by_the_check_leaves_no_exchange_file(tmp_path):
               output=str(tmp_path / "run"),
               config=ScoreConfig(engine="local", partition_rows=700, bootstrap=0))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["refs.parquet"]
+
+
+def test_many_groups_aggregate_in_the_driver_and_give_the_same_table(tmp_path, monkeypatch):
+    """Above MAX_GROUP_PARTS (file, group) pairs the driver aggregates the values itself:
+    the same table as from per-file sums."""
+    from pipeline.engine import run as engine_run
+
+    cfg = ScoreConfig(engine="local", partition_rows=700, bootstrap=200, group_by=("system",))
+    by_files = score(PREDS, references=REFS, output=str(tmp_path / "a"), config=cfg)
+    pairs = sum(1 for _ in (tmp_path / "a" / "examples").iterdir())
+    seen = []
+    aggregate_examples = engine_run.aggregate_examples
+
+    def watching(*args, **kwargs):
+        seen.append(kwargs["group_parts"])
+        return aggregate_examples(*args, **kwargs)
+
+    def not_by_files(*args, **kwargs):
+        raise AssertionError("aggregated file by file")
+
+    monkeypatch.setattr(engine_run, "MAX_GROUP_PARTS", 0)
+    monkeypatch.setattr("pipeline.aggregate.aggregate_parts", not_by_files)
+    monkeypatch.setattr("pipeline.engine.aggregate_examples", watching)
+    in_driver = score(PREDS, references=REFS, output=str(tmp_path / "b"), config=cfg)
+    assert seen[0] == 4 * 24 and pairs == 4  # every system in every file
+    assert in_driver.aggregate.equals(by_files.aggregate)
+    assert in_driver.aggregate.num_rows == 12 * 25

@@ -131,6 +131,9 @@ def test_stdout_summary_and_manifest(ray_run):
     assert "bart_out" in stdout and "(all)" in stdout and f"output: {out}" in stdout
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["engine"]["engine"] == "ray"
+    assert manifest["engine"]["spilled_bytes"] == 0  # the object store holds no text
+    assert manifest["stages"]["split"]["units_run"] == manifest["counts"]["prediction_units"] \
+        + manifest["counts"]["reference_units"]
     assert manifest["counts"]["partitions"] == 4
     assert manifest["signature"].endswith(f"version:{pipeline.__version__}")
 

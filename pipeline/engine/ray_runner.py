@@ -342,6 +342,26 @@ class RayRunner:
         return {"engine": "ray", "address": self.address, "num_cpus": cpus,
                 "ray_version": getattr(self._ray, "__version__", None)}
 
+    def store_stats(self) -> dict[str, Any]:
+        """The object store's totals since the cluster started, for the manifest.
+
+        ``spilled_bytes`` (objects written to disk because the store was full) and
+        ``fallback_bytes`` (objects allocated on disk); empty when Ray does not tell (a
+        private API: informational only).
+        """
+        try:
+            from ray._private.internal_api import (  # noqa: PLC0415 - informational
+                get_memory_info_reply,
+                get_state_from_address,
+            )
+
+            address = self._ray.get_runtime_context().gcs_address
+            stats = get_memory_info_reply(get_state_from_address(address)).store_stats
+            return {"spilled_bytes": int(stats.spilled_bytes_total),
+                    "fallback_bytes": int(stats.object_store_bytes_fallback)}
+        except Exception:  # noqa: BLE001 - informational only
+            return {}
+
     def close(self) -> None:
         """Stop the local instance we started, or disconnect from the cluster we joined."""
         if self._local is not None:

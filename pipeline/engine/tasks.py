@@ -170,6 +170,8 @@ class PartitionResult:
             prediction (``on_missing="zero"``).
         problems: texts over ``max_tokens`` with ``on_long_text="error"`` (nothing written).
         where: where the task ran (:func:`worker_location`).
+        n_groups: distinct values of the task's ``group_by`` columns among the examples
+            (0 without groups): what the aggregate costs per file.
 
     """
 
@@ -185,6 +187,7 @@ class PartitionResult:
     n_missing_predictions: int = 0
     problems: Problems = field(default_factory=Problems)
     where: dict[str, Any] = field(default_factory=dict)
+    n_groups: int = 0
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ class PartitionTask:
         run_id: written in the ``run_id`` column and the file metadata.
         signature: written in the file metadata (key ``overlap.signature``).
         exchange: where the partition's rows are (every unit's exchange file).
+        group_by: the run's group columns (their distinct values are counted).
         faults: injected faults (tests only, see :mod:`pipeline.engine.faults`), or None.
 
     """
@@ -210,6 +214,7 @@ class PartitionTask:
     signature: str
     exchange: Exchange
     faults: Faults | None = None
+    group_by: tuple[str, ...] = ()
 
 
 def worker_location() -> dict[str, Any]:
@@ -597,10 +602,13 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
     loc = locate(task.part_uri)
     size = write_parquet(table, loc, metadata={SIGNATURE_KEY: task.signature.encode(),
                                                  RUN_ID_KEY: run_id.encode()})
+    n_groups = (table.select(list(task.group_by)).group_by(list(task.group_by),
+                                                            use_threads=False)
+                .aggregate([]).num_rows if task.group_by else 0)
     return _completed(task, PartitionResult(
         index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count - n_missing, zero_token,
         one_line, time.perf_counter() - start, n_truncated=int(truncated.sum()),
-        n_missing_predictions=n_missing))
+        n_missing_predictions=n_missing, n_groups=n_groups))
 
 
 def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
