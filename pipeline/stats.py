@@ -293,6 +293,8 @@ def exact_mean(values: np.ndarray) -> float:
 
 # Rounds of exact_partials before giving up (a float64 sum spans at most 2,098 bits, 53 a round)
 _PARTIAL_ROUNDS = 48
+# Levels of exact_partials' grids (each about 53 - log2(n) bits finer than the one before)
+_GRID_LEVELS = 40
 
 
 def exact_partials(values: np.ndarray) -> list[float]:
@@ -300,17 +302,44 @@ def exact_partials(values: np.ndarray) -> list[float]:
 
     ``math.fsum`` of these floats, with those of other parts of the same column, is
     ``math.fsum`` of all the values: the correctly rounded sum, bit for bit, whatever the
-    parts. Each float is the correctly rounded remainder of the ones before (Shewchuk's
-    partials, taken with ``math.fsum``), usually two or three of them.
+    parts. The values are split into levels, each rounded to a grid fine enough that its sum
+    is exact in float64 (as in :func:`to_grid`: ``n * max|x| <= 2**52`` grid steps) and the
+    remainder carried to the next, finer level; each level's sum is one partial, usually two
+    or three of them. Where that does not apply (values above ``2**52 / n``, infinities,
+    NaN, or more than 40 levels) the partials are taken with ``math.fsum`` instead
+    (Shewchuk's, the correctly rounded remainder of the ones before, three passes or so).
 
     Args:
         values: float64 (n,), C-contiguous or not.
 
     Returns:
         The partials, largest first; empty when the sum is exactly 0. A column holding an
-        infinity or NaN gives ``[math.fsum(values)]``.
+        infinity or NaN gives ``[math.fsum(values)]`` (or the infinity or NaN).
 
     """
+    rest = np.array(values, dtype=np.float64)  # a copy: worked on in place
+    n = len(rest)
+    partials: list[float] = []
+    if not n:
+        return partials
+    for _ in range(_GRID_LEVELS):
+        top = float(np.max(np.abs(rest)))
+        if top == 0.0:
+            return partials
+        if not math.isfinite(top):
+            break
+        step = 52 - math.ceil(math.log2(n * top))
+        if not 0 <= step <= 1000:  # the scaling below would not be exact
+            break
+        scale = 2.0 ** step
+        level = np.rint(rest * scale) / scale  # multiples of 2**-step: their sum is exact
+        partials.append(float(level.sum()))
+        rest -= level  # exact (Sterbenz: each value and its rounding are within a factor 2)
+    return _fsum_partials(np.array(values, dtype=np.float64))
+
+
+def _fsum_partials(values: np.ndarray) -> list[float]:
+    """:func:`exact_partials` by ``math.fsum``: slower, for any finite or infinite values."""
     column = np.ascontiguousarray(values, dtype=np.float64).data
     partials: list[float] = []
     for _ in range(_PARTIAL_ROUNDS):
