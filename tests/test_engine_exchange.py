@@ -42,10 +42,10 @@ def test_the_check_reads_ids_and_reference_counts_and_the_score_stage_the_rows(
     calls: list[tuple[str, int, tuple[str, ...] | None]] = []
     read_piece = tasks.read_piece
 
-    def recording(loc, index, columns=None):
+    def recording(loc, index, n_partitions, columns=None):
         calls.append((loc.path.rsplit("/", 1)[-1], index, None if columns is None
                       else tuple(columns)))
-        return read_piece(loc, index, columns)
+        return read_piece(loc, index, n_partitions, columns)
 
     monkeypatch.setattr(tasks, "read_piece", recording)
     # one process: tasks run here, in order (split, check every partition, score)
@@ -105,3 +105,42 @@ def test_many_groups_aggregate_in_the_driver_and_give_the_same_table(tmp_path, m
     assert seen[0] == 4 * 24 and pairs == 4  # every system in every file
     assert in_driver.aggregate.equals(by_files.aggregate)
     assert in_driver.aggregate.num_rows == 12 * 25
+
+
+def test_units_split_in_slices_give_the_same_files(tmp_path, monkeypatch):
+    """A unit larger than a slice (input row groups of any size) is split slice by slice:
+    the same examples and aggregate as split whole."""
+    from pipeline.engine import tasks
+
+    cfg = ScoreConfig(engine="local", partition_rows=700, bootstrap=100, group_by=("system",))
+    whole = score(PREDS, references=REFS, output=str(tmp_path / "whole"), config=cfg,
+                  run_id="r")
+    monkeypatch.setattr(tasks, "SLICE_ROWS", 97)  # forked workers inherit it
+    sliced = score(PREDS, references=REFS, output=str(tmp_path / "sliced"), config=cfg,
+                   run_id="r")
+    names = sorted(p.name for p in (tmp_path / "whole" / "examples").iterdir())
+    assert len(names) == 4
+    for name in names:
+        assert pq.read_table(tmp_path / "sliced" / "examples" / name).equals(
+            pq.read_table(tmp_path / "whole" / "examples" / name), check_metadata=True)
+    assert sliced.aggregate.equals(whole.aggregate)
+
+
+def test_an_error_in_a_later_slice_names_the_whole_units_rows(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    from pipeline.engine import tasks
+    from pipeline.errors import InputError
+
+    raw = [b"fine"] * 10
+    raw[3], raw[8] = b"caf\xe9 latin-1", b"\xff\xfe"  # slices 0 and 2 of 4 rows
+    p = tmp_path / "p.parquet"
+    pq.write_table(pa.table({
+        "id": [f"x{i}" for i in range(10)],
+        "prediction": pa.array(raw, pa.binary()).view(pa.string()),
+        "references": [["ref"]] * 10}), p)
+    monkeypatch.setattr(tasks, "SLICE_ROWS", 4)
+    with pytest.raises(InputError, match=r"is not valid UTF-8 in 2 rows \(ids 'x3', 'x8'\)"):
+        score(str(p), output=str(tmp_path / "out"),
+              config=ScoreConfig(engine="local", num_cpus=1, bootstrap=0))
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["p.parquet"]

@@ -343,24 +343,27 @@ class RayRunner:
                 "ray_version": getattr(self._ray, "__version__", None)}
 
     def store_stats(self) -> dict[str, Any]:
-        """The object store's totals since the cluster started, for the manifest.
+        """Bytes the object store of a local instance spilled to disk, for the manifest.
 
-        ``spilled_bytes`` (objects written to disk because the store was full) and
-        ``fallback_bytes`` (objects allocated on disk); empty when Ray does not tell (a
-        private API: informational only).
+        ``{"spilled_bytes": N}`` from the raylet's log of the instance we started (Ray logs
+        ``Spilled X MiB, ...`` as it spills; MiB resolution, 0 when it never did); empty for
+        a cluster or a reused connection (Ray tells it only through its gRPC API).
         """
-        try:
-            from ray._private.internal_api import (  # noqa: PLC0415 - informational
-                get_memory_info_reply,
-                get_state_from_address,
-            )
-
-            address = self._ray.get_runtime_context().gcs_address
-            stats = get_memory_info_reply(get_state_from_address(address)).store_stats
-            return {"spilled_bytes": int(stats.spilled_bytes_total),
-                    "fallback_bytes": int(stats.object_store_bytes_fallback)}
-        except Exception:  # noqa: BLE001 - informational only
+        if self._local is None:
             return {}
+        import glob
+        import re
+
+        spilled = 0
+        for path in glob.glob(os.path.join(self._local.temp_dir, "session_*", "logs",
+                                           "raylet*.out")):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    for mib in re.findall(r"Spilled (\d+) MiB", fh.read()):
+                        spilled = max(spilled, int(mib) << 20)
+            except OSError:
+                continue
+        return {"spilled_bytes": spilled}
 
     def close(self) -> None:
         """Stop the local instance we started, or disconnect from the cluster we joined."""

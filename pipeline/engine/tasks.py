@@ -37,10 +37,10 @@ from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
-from pipeline.io.exchange import Exchange, read_piece, write_pieces
+from pipeline.io.exchange import SLICE_ROWS, Exchange, PiecesWriter, read_piece
 from pipeline.io.files import locate
 from pipeline.io.partition import partition_of, split_by_partition
-from pipeline.io.read import read_row_groups
+from pipeline.io.read import iter_row_groups, read_row_groups
 from pipeline.io.schema import (
     RUN_ID_COLUMN,
     RUN_ID_KEY,
@@ -303,24 +303,51 @@ class UnitSplit:
 def exchange_unit(spec: InputSpec, unit: Unit, exchange: Exchange) -> UnitSplit:
     """Read a unit, split its rows by partition and write them to its exchange file.
 
+    The unit is read, checked, split and written in slices of at most
+    :data:`~pipeline.io.exchange.SLICE_ROWS` rows: a task holds one slice, however large the
+    input's row groups.
+
     Args:
         spec: the resolved inputs.
         unit: the row groups to read.
         exchange: where the exchange files go, and how many partitions there are.
 
     Raises:
-        InputError: as :func:`read_unit`.
+        InputError: as :func:`read_unit` (the same message: the unit is then read whole).
         ExecutionError: the storage refused the write (transient: Ray retries it).
 
     """
     start = time.perf_counter()
     n = exchange.n_partitions
-    table = read_unit(spec, unit)
-    pieces = [table] if n == 1 else split_by_partition(
-        table, partition_of(table.column(spec.id_column), n), n)
-    size = write_pieces(pieces, table.schema, locate(exchange.unit_uri(unit.side, unit.index)))
-    return UnitSplit(unit.side, unit.index, [p.num_rows for p in pieces], size,
-                     time.perf_counter() - start)
+    columns = (spec.prediction_read_columns if unit.side == "predictions"
+               else spec.reference_read_columns)
+    writer = PiecesWriter(locate(exchange.unit_uri(unit.side, unit.index)), n)
+    rows = [0] * n
+    try:
+        for raw in iter_row_groups(unit.uri, unit.row_groups, columns, slice_rows=SLICE_ROWS):
+            table = _checked(spec, unit, raw)
+            pieces = [table] if n == 1 else split_by_partition(
+                table, partition_of(table.column(spec.id_column), n), n)
+            writer.write(pieces)
+            rows = [r + p.num_rows for r, p in zip(rows, pieces, strict=True)]
+        size = writer.close()
+    except InputError:
+        writer.abort()
+        read_unit(spec, unit)  # the whole unit: the message names its counts and rows
+        raise
+    except BaseException:
+        writer.abort()
+        raise
+    return UnitSplit(unit.side, unit.index, rows, size, time.perf_counter() - start)
+
+
+def _checked(spec: InputSpec, unit: Unit, table: pa.Table) -> pa.Table:
+    """A slice of a unit, checked and normalized as :func:`read_unit` does a whole unit."""
+    check_utf8(table, spec, uri=unit.uri, side=unit.side)
+    table = normalize(table, spec, side=unit.side, uri=unit.uri)
+    if table.column(spec.id_column).null_count:
+        raise InputError(f"{unit.side}: {unit.uri} has null ids")
+    return table
 
 
 def _list_skeleton(refs: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -484,9 +511,10 @@ def check_partition(spec: InputSpec, index: int, exchange: Exchange) -> Partitio
     start = time.perf_counter()
     pred_cols = [spec.id_column] + ([spec.reference_column] if spec.layout == "inline" else [])
     ref_cols = [spec.id_column, spec.reference_column]
-    preds = [_keys_of(spec, read_piece(locate(u), index, pred_cols), "predictions")
+    n = exchange.n_partitions
+    preds = [_keys_of(spec, read_piece(locate(u), index, n, pred_cols), "predictions")
              for u in exchange.uris("predictions")]
-    refs = [_keys_of(spec, read_piece(locate(u), index, ref_cols), "references")
+    refs = [_keys_of(spec, read_piece(locate(u), index, n, ref_cols), "references")
             for u in exchange.uris("references")]
     joined = _join(spec, preds, refs)
     lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
@@ -515,8 +543,9 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
     """
     start = time.perf_counter()
     ex = task.exchange
-    joined = _join(spec, [read_piece(locate(u), task.index) for u in ex.uris("predictions")],
-                   [read_piece(locate(u), task.index) for u in ex.uris("references")])
+    n = ex.n_partitions
+    joined = _join(spec, [read_piece(locate(u), task.index, n) for u in ex.uris("predictions")],
+                   [read_piece(locate(u), task.index, n) for u in ex.uris("references")])
     return score_joined(spec, settings, task, joined, started=start)
 
 

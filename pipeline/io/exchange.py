@@ -1,10 +1,12 @@
 """The exchange: rows redistributed by id through files, not through memory.
 
-A run reads each input unit once, splits its rows by partition (hash of the id, see
-:mod:`pipeline.io.partition`) and writes them to one Arrow IPC file in the staging directory
-(``exchange/{side}-{unit}.arrow``), partition ``b`` being the file's record batch ``b``
-(empty partitions are empty batches). A partition's task later reads batch ``b`` of every
-unit's file: on a local filesystem through a memory map, so that a task asking only for the
+A run reads each input unit once, in slices of at most :data:`SLICE_ROWS` rows, splits
+each slice's rows by partition (hash of the id, see :mod:`pipeline.io.partition`) and
+appends them to one Arrow IPC file in the staging directory (``exchange/{side}-{unit}.arrow``):
+record batch ``s * n_partitions + b`` holds slice ``s``'s rows of partition ``b`` (empty
+partitions are empty batches), so a unit of any size is split within one slice's memory. A
+partition's task later reads batches ``b, n + b, ...`` of every unit's file: on a local
+filesystem through a memory map, so that a task asking only for the
 id column touches only that column's pages. Nothing is held in memory between the stages,
 and a file, written under a temporary name and renamed, is complete when it exists (a rerun
 reuses it).
@@ -27,6 +29,11 @@ from pipeline.errors import ExecutionError
 from pipeline.io.files import Location
 
 EXCHANGE_DIR = "exchange"
+# Rows of a unit read, split and written at a time (about 44 MB of text at 670 bytes a row):
+# a unit is a whole row group when the row group is larger than partition_rows, and input
+# files written with one row group per file made units of 625,000 rows at 10M rows (a split
+# task then held about 1 GB).
+SLICE_ROWS = 65_536
 
 
 def exchange_name(side: str, index: int) -> str:
@@ -61,32 +68,92 @@ class Exchange:
         return [self.unit_uri(side, i) for i in range(n)]
 
 
-def write_pieces(pieces: Sequence[pa.Table], schema: pa.Schema, loc: Location) -> int:
-    """Write one table per partition as the record batches of one IPC file, atomically.
+class PiecesWriter:
+    """Writes a unit's exchange file slice by slice: for each slice, one batch per partition.
+
+    Batch ``s * n_partitions + b`` holds slice ``s``'s rows of partition ``b`` (possibly
+    none), so a unit is split without ever holding more than one slice of it. The file is
+    written under a temporary name and renamed by :meth:`close`.
 
     Args:
-        pieces: ``n_partitions`` tables of ``schema`` (any may be empty).
-        schema: their schema.
         loc: the file to write (replaced when it exists).
+        n_partitions: the partitions, >= 1.
 
-    Returns:
-        The file's size in bytes.
+    """
+
+    def __init__(self, loc: Location, n_partitions: int) -> None:
+        self.loc = loc
+        self.n_partitions = n_partitions
+        head, name = posixpath.split(loc.path)
+        self.head = head
+        self.tmp = posixpath.join(head, f".{name}.tmp")
+        self._sink: pa.NativeFile | None = None
+        self._writer: ipc.RecordBatchFileWriter | None = None
+
+    def write(self, pieces: Sequence[pa.Table]) -> None:
+        """Append one slice: ``n_partitions`` tables of one schema (any may be empty).
+
+        Raises:
+            ExecutionError: the storage refused the write.
+
+        """
+        schema = pieces[0].schema
+        try:
+            if self._writer is None:
+                self.loc.fs.create_dir(self.head, recursive=True)
+                self._sink = self.loc.fs.open_output_stream(self.tmp)
+                self._writer = ipc.new_file(self._sink, schema)
+            for piece in pieces:
+                self._writer.write_batch(_one_batch(piece, schema))
+        except OSError as e:
+            self.abort()
+            raise ExecutionError(f"cannot write the exchange file {self.loc.uri}: {e}") from None
+
+    def close(self) -> int:
+        """Finish the file and move it into place; returns its size in bytes.
+
+        Raises:
+            ExecutionError: the storage refused.
+
+        """
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._sink is not None:
+                self._sink.close()
+            self._writer = self._sink = None
+            self.loc.fs.move(self.tmp, self.loc.path)
+            return int(self.loc.fs.get_file_info(self.loc.path).size or 0)
+        except OSError as e:
+            self.abort()
+            raise ExecutionError(f"cannot write the exchange file {self.loc.uri}: {e}") from None
+
+    def abort(self) -> None:
+        """Drop the unfinished file (best effort)."""
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._sink is not None:
+                self._sink.close()
+        except (OSError, pa.ArrowException):
+            pass
+        self._writer = self._sink = None
+        try:
+            self.loc.fs.delete_file(self.tmp)
+        except OSError:
+            pass
+
+
+def write_pieces(pieces: Sequence[pa.Table], loc: Location) -> int:
+    """Write one slice's tables, one per partition, as a whole exchange file.
 
     Raises:
         ExecutionError: the storage refused the write (transient: an engine may retry).
 
     """
-    head, name = posixpath.split(loc.path)
-    tmp = posixpath.join(head, f".{name}.tmp")
-    try:
-        loc.fs.create_dir(head, recursive=True)
-        with loc.fs.open_output_stream(tmp) as sink, ipc.new_file(sink, schema) as writer:
-            for piece in pieces:
-                writer.write_batch(_one_batch(piece, schema))
-        loc.fs.move(tmp, loc.path)
-        return int(loc.fs.get_file_info(loc.path).size or 0)
-    except OSError as e:
-        raise ExecutionError(f"cannot write the exchange file {loc.uri}: {e}") from None
+    writer = PiecesWriter(loc, len(pieces))
+    writer.write(pieces)
+    return writer.close()
 
 
 def _one_batch(piece: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
@@ -99,12 +166,14 @@ def _one_batch(piece: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
     return pa.concat_batches(batches)
 
 
-def read_piece(loc: Location, index: int, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read partition ``index`` of a unit's exchange file (zero-copy on a local filesystem).
+def read_piece(loc: Location, index: int, n_partitions: int,
+               columns: Sequence[str] | None = None) -> pa.Table:
+    """Read partition ``index``'s rows of a unit's exchange file (zero-copy, local files).
 
     Args:
         loc: the unit's exchange file.
         index: the partition.
+        n_partitions: the run's partitions (batches per slice).
         columns: the columns to keep (None: all).
 
     Raises:
@@ -116,12 +185,17 @@ def read_piece(loc: Location, index: int, columns: Sequence[str] | None = None) 
             source: pa.NativeFile = pa.memory_map(loc.path)
         else:
             source = loc.fs.open_input_file(loc.path)
-        batch = ipc.open_file(source).get_batch(index)
+        reader = ipc.open_file(source)
+        batches = [reader.get_batch(s * n_partitions + index)
+                   for s in range(reader.num_record_batches // n_partitions)]
     except (OSError, pa.ArrowInvalid) as e:
         raise ExecutionError(f"cannot read the exchange file {loc.uri}: {e}") from None
     if columns is not None:
-        batch = batch.select(list(columns))
-    return pa.Table.from_batches([batch])
+        batches = [b.select(list(columns)) for b in batches]
+        schema = pa.schema([reader.schema.field(c) for c in columns])
+    else:
+        schema = reader.schema
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 def exists(loc: Location) -> bool:
@@ -129,4 +203,5 @@ def exists(loc: Location) -> bool:
     return loc.fs.get_file_info(loc.path).type == pafs.FileType.File
 
 
-__all__ = ["EXCHANGE_DIR", "Exchange", "exchange_name", "exists", "read_piece", "write_pieces"]
+__all__ = ["EXCHANGE_DIR", "SLICE_ROWS", "Exchange", "PiecesWriter", "exchange_name", "exists",
+           "read_piece", "write_pieces"]

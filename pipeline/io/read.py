@@ -6,7 +6,7 @@ unreadable file before work starts and gives row counts without reading data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -94,6 +94,34 @@ def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str])
         with loc.fs.open_input_file(loc.path) as fh:
             return pq.ParquetFile(fh).read_row_groups(list(row_groups), columns=list(columns),
                                                       use_threads=False)
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read {uri}: {e}") from None
+
+
+def iter_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str], *,
+                    slice_rows: int) -> Iterator[pa.Table]:
+    """Read some row groups and columns of one file in slices of at most ``slice_rows`` rows.
+
+    The rows come in file order; at most one slice (and the reader's buffers) is held at a
+    time, whatever the size of the row groups.
+
+    Args:
+        uri: the file.
+        row_groups: row group indices, ascending.
+        columns: column names to read (others are not read at all).
+        slice_rows: rows per slice, >= 1.
+
+    Raises:
+        InputError: the file cannot be read (names the file).
+
+    """
+    loc = locate(uri)
+    try:
+        with loc.fs.open_input_file(loc.path) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(
+                    batch_size=slice_rows, row_groups=list(row_groups), columns=list(columns),
+                    use_threads=False):
+                yield pa.Table.from_batches([batch])
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"cannot read {uri}: {e}") from None
 
