@@ -164,7 +164,7 @@ def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(ray_ru
     assert "(in-process)" in proc.stdout.splitlines()[0]
     engine = json.loads((tmp_path / "auto" / "manifest.json").read_text())["engine"]
     assert engine["engine"] == "local" and engine["requested"] == "auto"
-    assert engine["reason"] == "auto: 2,500 prediction rows <= 2,000,000"
+    assert engine["reason"] == "auto: one machine: in-process (2,500 prediction rows)"
     names = sorted(p.name for p in (out / "examples").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "auto" / "examples").iterdir())
     for name in names:
