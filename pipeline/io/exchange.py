@@ -27,6 +27,7 @@ import pyarrow.ipc as ipc
 
 from pipeline.errors import ExecutionError
 from pipeline.io.files import Location
+from pipeline.io.write import _tmp_name
 
 EXCHANGE_DIR = "exchange"
 # Rows of a unit read, split and written at a time (about 44 MB of text at 670 bytes a row):
@@ -84,9 +85,8 @@ class PiecesWriter:
     def __init__(self, loc: Location, n_partitions: int) -> None:
         self.loc = loc
         self.n_partitions = n_partitions
-        head, name = posixpath.split(loc.path)
-        self.head = head
-        self.tmp = posixpath.join(head, f".{name}.tmp")
+        self.head = posixpath.dirname(loc.path)
+        self.tmp = ""  # named when the first slice comes (a link planted there is unlinked)
         self._sink: pa.NativeFile | None = None
         self._writer: ipc.RecordBatchFileWriter | None = None
 
@@ -101,6 +101,7 @@ class PiecesWriter:
         try:
             if self._writer is None:
                 self.loc.fs.create_dir(self.head, recursive=True)
+                self.tmp = _tmp_name(self.loc).path
                 self._sink = self.loc.fs.open_output_stream(self.tmp)
                 self._writer = ipc.new_file(self._sink, schema)
             for piece in pieces:
@@ -138,10 +139,11 @@ class PiecesWriter:
         except (OSError, pa.ArrowException):
             pass
         self._writer = self._sink = None
-        try:
-            self.loc.fs.delete_file(self.tmp)
-        except OSError:
-            pass
+        if self.tmp:
+            try:
+                self.loc.fs.delete_file(self.tmp)
+            except OSError:
+                pass
 
 
 def write_pieces(pieces: Sequence[pa.Table], loc: Location) -> int:
