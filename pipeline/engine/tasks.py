@@ -258,27 +258,6 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
     return table
 
 
-def split_unit(spec: InputSpec, unit: Unit, n_partitions: int) -> list[pa.Table]:
-    """Read a unit and split its rows by partition (see :mod:`pipeline.io.partition`).
-
-    Args:
-        spec: the resolved inputs.
-        unit: the row groups to read.
-        n_partitions: the number of partitions, >= 2 (with one partition use
-            :func:`read_unit`).
-
-    Returns:
-        ``n_partitions`` tables (normalized types, input row order kept in each).
-
-    Raises:
-        InputError: as :func:`read_unit`.
-
-    """
-    table = read_unit(spec, unit)
-    return split_by_partition(table, partition_of(table.column(spec.id_column), n_partitions),
-                              n_partitions)
-
-
 @dataclass
 class UnitSplit:
     """Result of :func:`exchange_unit`.
