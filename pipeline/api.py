@@ -427,7 +427,8 @@ def explain(
         A :class:`pipeline.explanation.Explanation` (``.to_document()`` is the JSON form).
 
     Raises:
-        ConfigError: texts and a run both given or neither; no reference; bad settings.
+        ConfigError: texts and a run both given or neither; texts without a prediction
+            (None; an empty prediction is ``""``) or without a reference; bad settings.
         InputError: an incomplete run, an id not in the run, texts that cannot be read.
 
     """
@@ -439,9 +440,11 @@ def explain(
              "sentence_split": sentence_split, "max_tokens": max_tokens}
     settings: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if run_dir is None:
-        if example_id is not None or references is None:
+        if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "
-                              "directory and an example id")
+                              "directory and an example id",
+                              hint="give --prediction TEXT with --reference TEXT; an empty "
+                              "prediction is --prediction ''")
         return explain_texts(prediction, list(references), **settings)
     if prediction is not None or references is not None or example_id is None:
         raise ConfigError("explain takes either texts or a run directory with an example id")

@@ -248,7 +248,8 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
     """
     columns = (spec.prediction_read_columns if unit.side == "predictions"
                else spec.reference_read_columns)
-    table = read_row_groups(unit.uri, unit.row_groups, columns)
+    table = read_row_groups(unit.uri, unit.row_groups, columns, size_bytes=unit.size_bytes,
+                            mtime_ns=unit.mtime_ns, what=unit.side)
     check_utf8(table, spec, uri=unit.uri, side=unit.side)
     table = normalize(table, spec, side=unit.side, uri=unit.uri)
     ids = table.column(spec.id_column)
