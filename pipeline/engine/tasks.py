@@ -304,7 +304,9 @@ def exchange_unit(spec: InputSpec, unit: Unit, exchange: Exchange) -> UnitSplit:
     writer = PiecesWriter(locate(exchange.unit_uri(unit.side, unit.index)), n)
     rows = [0] * n
     try:
-        for raw in iter_row_groups(unit.uri, unit.row_groups, columns, slice_rows=SLICE_ROWS):
+        for raw in iter_row_groups(unit.uri, unit.row_groups, columns, slice_rows=SLICE_ROWS,
+                                   size_bytes=unit.size_bytes, mtime_ns=unit.mtime_ns,
+                                   what=unit.side):
             table = _checked(spec, unit, raw)
             pieces = [table] if n == 1 else split_by_partition(
                 table, partition_of(table.column(spec.id_column), n), n)
