@@ -193,8 +193,10 @@ def score(
             parts = [p for p in ran.parts if p.name is not None]
             agg = aggregate_examples(cfg, runner,
                                      [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts],
-                                     n_examples=sum(p.num_rows for p in parts))
+                                     n_examples=sum(p.num_rows for p in parts),
+                                     group_parts=sum(p.n_groups for p in parts))
             seconds["aggregate"] = time.perf_counter() - t
+            engine.update(runner.store_stats())  # spilled bytes (Ray), before it stops
         except BaseException:
             runner.close()  # now: an interrupted or failed run leaves nothing running
             raise

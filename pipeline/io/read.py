@@ -6,7 +6,7 @@ unreadable file before work starts and gives row counts without reading data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -154,6 +154,42 @@ def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str],
         raise InputError(f"cannot read {uri}: {e}") from None
     check_unchanged(loc, size_bytes=size_bytes, mtime_ns=mtime_ns, what=what)
     return table
+
+
+def iter_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str], *,
+                    slice_rows: int, size_bytes: int | None = None,
+                    mtime_ns: int | None = None, what: str = "input") -> Iterator[pa.Table]:
+    """Read some row groups and columns of one file in slices of at most ``slice_rows`` rows.
+
+    The rows come in file order; at most one slice (and the reader's buffers) is held at a
+    time, whatever the size of the row groups. After the last slice the file is checked to
+    be the one planned (:func:`check_unchanged`), as :func:`read_row_groups` does: a caller
+    must not take the slices for good before the iteration ends.
+
+    Args:
+        uri: the file.
+        row_groups: row group indices, ascending.
+        columns: column names to read (others are not read at all).
+        slice_rows: rows per slice, >= 1.
+        size_bytes: the file's size when planned (see :func:`read_row_groups`).
+        mtime_ns: the file's modification time when planned.
+        what: ``predictions`` or ``references``, for messages.
+
+    Raises:
+        InputError: the file cannot be read, or changed since it was planned (names the
+            file).
+
+    """
+    loc = locate(uri)
+    try:
+        with loc.fs.open_input_file(loc.path) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(
+                    batch_size=slice_rows, row_groups=list(row_groups), columns=list(columns),
+                    use_threads=False):
+                yield pa.Table.from_batches([batch])
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read {uri}: {e}") from None
+    check_unchanged(loc, size_bytes=size_bytes, mtime_ns=mtime_ns, what=what)
 
 
 def read_columns(locations: Sequence[Location], columns: Sequence[str]) -> pa.Table:
