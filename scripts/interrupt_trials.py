@@ -7,13 +7,21 @@
 Each trial runs `overlap score INPUT --output OUT --engine ENGINE` as its own process in a
 new session, with a TMPDIR of its own (so Ray's temp dir and every process the run starts,
 which inherit that TMPDIR, can be told apart from anything else on the machine), and sends
-one signal at a moment picked in one of the run's phases, in turn:
+one signal at a moment of one of the run's phases, taken in turn, each found by what the run
+shows (not by the clock: under a shared machine's load the same run took 35 s or 80 s):
 
-- ``start``, ``read_check``, ``score``, ``aggregate``: a moment drawn uniformly inside the
-  phase's window, the windows taken from an uninterrupted calibration run of the same
-  command (its manifest's ``seconds``; a phase shorter than 0.3 s gets a 0.3 s window);
-- ``stop``: after the result was printed (the last stdout line read), a delay drawn in
-  0-0.5 s: the local Ray is being stopped then (an in-process run has nearly nothing left).
+- ``start``: Ray's session directory appeared in the run's TMPDIR (``ray.init`` is under
+  way), then 0-3 s (in-process: 0.3-2 s after the launch: imports, the plan);
+- ``read_check``: the driver's core worker log appeared (``ray.init`` is done; in-process:
+  the staging directory appeared), then 0-2 s;
+- ``score``: ``checks.json`` appeared in the staging directory (the check stage passed),
+  then 0-4 s;
+- ``aggregate``: every partition's completion marker appeared, then 0-1.5 s;
+- ``stop``: the result was printed (its last stdout line read), then 0-0.5 s: the local Ray
+  is being stopped (an in-process run has nearly nothing left to do).
+
+What had happened when the signal was sent is recorded with it (``seen``: Ray up, checked,
+partitions scored, result printed).
 
 A trial is clean when: the exit code is 128 + the signal (130 / 143); stderr is exactly one
 line and it starts with ``Error: `` (no traceback, no Ray noise); 5 s after the exit no
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -50,7 +59,7 @@ from bench_pipeline import make_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("start", "read_check", "score", "aggregate", "stop")
-MIN_WINDOW_S = 0.3
+PARTITION_ROWS = 50_000  # the default: partitions of a run
 GRACE_S = 5.0
 
 
@@ -79,46 +88,13 @@ def command_name(pid: int) -> str:
         return "?"
 
 
-def windows(calibration: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """Phase -> (from, to) seconds after the process started, from a calibration run."""
-    t = calibration["plan"] + calibration.get("import", 1.0)
-    out = {}
-    for phase, key in (("start", "engine_start"), ("read_check", "read_check"),
-                       ("score", "score"), ("aggregate", "aggregate")):
-        length = calibration.get(key, 0.0)
-        out[phase] = (t, t + max(length, MIN_WINDOW_S))
-        t += length
-    return out
-
-
 def base_command(inputs: Path, out: Path, engine: str) -> list[str]:
     return [sys.executable, "-m", "pipeline.cli", "score", str(inputs), "--output", str(out),
             "--engine", engine]
 
 
-def calibrate(inputs: Path, work: Path, engine: str) -> dict[str, float]:
-    """Run once without a signal; stage seconds from the manifest, import time measured."""
-    tmp = work / f"cal-{engine}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    env = {**os.environ, "TMPDIR": str(tmp)}
-    env.pop("RAY_ADDRESS", None)
-    start = time.monotonic()
-    res = subprocess.run(base_command(inputs, tmp / "out", engine), env=env,
-                         capture_output=True, text=True, cwd=ROOT)
-    wall = time.monotonic() - start
-    if res.returncode != 0:
-        sys.exit(f"calibration run failed ({res.returncode}):\n{res.stderr}")
-    seconds = json.loads((tmp / "out" / "manifest.json").read_text())["seconds"]
-    seconds["import"] = max(0.0, wall - seconds["total"] - 2.0)  # minus the stop, roughly
-    seconds["wall"] = wall
-    shutil.rmtree(tmp, ignore_errors=True)
-    return seconds
-
-
-def trial(inputs: Path, work: Path, engine: str, sig: int, phase: str,
-          span: tuple[float, float], rng: random.Random, *, to_group: bool,
-          faulthandler: bool) -> dict:
+def trial(inputs: Path, work: Path, engine: str, sig: int, phase: str, n_parts: int,
+          rng: random.Random, *, to_group: bool, faulthandler: bool) -> dict:
     """One run, one signal; what came out of it."""
     tmp = Path(tempfile.mkdtemp(prefix="t-", dir=work))
     env = {**os.environ, "TMPDIR": str(tmp)}
@@ -159,13 +135,40 @@ def trial(inputs: Path, work: Path, engine: str, sig: int, phase: str,
                threading.Thread(target=read_err, daemon=True)]
     for r in readers:
         r.start()
-    if phase == "stop":
-        printed.wait(timeout=600)
+    def staging() -> Path | None:
+        return next(tmp.glob(".out.overlap-staging-*"), None)
+
+    def seen() -> dict:
+        st = staging()
+        return {"ray_up": any(tmp.glob("overlap-ray-*/session_latest/logs/python-core-driver-*")),
+                "checked": st is not None and (st / "checks.json").exists(),
+                "scored": 0 if st is None else len(list(st.glob("completions/*.json"))),
+                "printed": printed.is_set()}
+
+    def until(condition) -> None:
+        deadline = time.monotonic() + 900
+        while proc.poll() is None and not condition() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    if phase == "start":
+        if engine == "ray":
+            until(lambda: any(tmp.glob("overlap-ray-*/session_*")))
+            time.sleep(rng.uniform(0.0, 3.0))
+        else:
+            time.sleep(rng.uniform(0.3, 2.0))
+    elif phase == "read_check":
+        until(lambda: seen()["ray_up"] if engine == "ray" else staging() is not None)
+        time.sleep(rng.uniform(0.0, 2.0))
+    elif phase == "score":
+        until(lambda: seen()["checked"])
+        time.sleep(rng.uniform(0.0, 4.0))
+    elif phase == "aggregate":
+        until(lambda: seen()["scored"] >= n_parts)
+        time.sleep(rng.uniform(0.0, 1.5))
+    else:  # stop
+        until(printed.is_set)
         time.sleep(rng.uniform(0.0, 0.5))
-    else:
-        at = rng.uniform(*span)
-        while time.monotonic() - start < at and proc.poll() is None:
-            time.sleep(0.01)
+    state = seen()
     sent_at = time.monotonic() - start
     missed = proc.poll() is not None
     if not missed:
@@ -202,6 +205,7 @@ def trial(inputs: Path, work: Path, engine: str, sig: int, phase: str,
             and any(line.startswith("output: ") for line in out_lines)):
         missed = True
     result = {"engine": engine, "signal": signal.Signals(sig).name, "phase": phase,
+              "seen": state,
               "sent_at_s": round(sent_at, 2), "exit_after_s": round(exited_at - sent_at, 2),
               "code": proc.returncode, "missed": missed, "clean": clean and not missed,
               "stderr_lines": len(lines), "traceback": "Traceback" in err,
@@ -229,7 +233,8 @@ def main() -> None:
     parser.add_argument("--signal", action="append", choices=("INT", "TERM"),
                         help="signals (repeatable; default both)")
     parser.add_argument("--phase", action="append", choices=PHASES,
-                        help="only these phases (repeatable; default all, in turn)")
+                        help="only these phases (repeatable; default all, in turn; an "
+                        "in-process run: all but stop)")
     parser.add_argument("--to", choices=("pid", "group"), default="pid",
                         help="send to the process (a scheduler's kill) or to its process "
                         "group (a terminal's Ctrl-C reaches every process of the job)")
@@ -247,22 +252,19 @@ def main() -> None:
     rng = random.Random(args.seed)
     engines = args.engine or ["ray", "local"]
     sigs = [getattr(signal, "SIG" + s) for s in (args.signal or ["INT", "TERM"])]
-    phases = args.phase or list(PHASES)
+    # An in-process run has no stop phase: it exits right after printing its result.
+    phases_of = {e: args.phase or [p for p in PHASES if e == "ray" or p != "stop"]
+                 for e in engines}
     loads = [os.getloadavg()[0]]
     records = []
+    n_parts = math.ceil(args.rows / PARTITION_ROWS)
     for engine in engines:
-        cal = calibrate(inputs, work, engine)
-        spans = windows(cal)
-        print(f"{engine}: calibration run {cal['wall']:.1f} s; phases "
-              + ", ".join(f"{p} {a:.1f}-{b:.1f} s" for p, (a, b) in spans.items()),
-              flush=True)
         for sig in sigs:
             for i in range(args.trials):
-                phase = phases[i % len(phases)]
+                phase = phases_of[engine][i % len(phases_of[engine])]
                 for _attempt in range(3):
-                    r = trial(inputs, work, engine, sig, phase, spans.get(phase, (0, 0)),
-                              rng, to_group=args.to == "group",
-                              faulthandler=args.faulthandler)
+                    r = trial(inputs, work, engine, sig, phase, n_parts, rng,
+                              to_group=args.to == "group", faulthandler=args.faulthandler)
                     loads.append(os.getloadavg()[0])
                     if not r["missed"]:
                         break
@@ -271,9 +273,12 @@ def main() -> None:
                 extra = "" if r["clean"] else (
                     f" stderr={r['stderr_tail']} left={r['left']} ray_dirs={r['ray_dirs']}"
                     f" cores={r['cores']}")
-                print(f"{engine:5} {r['signal']:7} {phase:10} at {r['sent_at_s']:6.2f} s: "
-                      f"exit {r['code']} after {r['exit_after_s']:.2f} s  {verdict}{extra}",
-                      flush=True)
+                st = r["seen"]
+                state = (f"[ray {'up' if st['ray_up'] else '-'}, checked {st['checked']:d}, "
+                         f"scored {st['scored']}/{n_parts}, printed {st['printed']:d}]")
+                print(f"{engine:5} {r['signal']:7} {phase:10} at {r['sent_at_s']:6.2f} s "
+                      f"{state}: exit {r['code']} after {r['exit_after_s']:.2f} s  "
+                      f"{verdict}{extra}", flush=True)
     print()
     totals: Counter = Counter()
     for r in records:

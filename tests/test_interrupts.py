@@ -45,17 +45,49 @@ pytestmark = [pytest.mark.slow,
 
 
 def _trial(engine: str, sig: int, phase: str, rng: random.Random) -> dict:
-    """Run once, signal once at a moment of ``phase``; what came out of it."""
+    """Run once, signal once at a moment of ``phase``; what came out of it.
+
+    The processes left are looked for :data:`GRACE_S` after the exit, in a timer thread
+    (``r["checked"]``, an Event), while the next trial runs.
+    """
     tmp = Path(tempfile.mkdtemp(prefix="ov-int-", dir="/tmp"))  # short: Ray's socket paths
+    r: dict = {"checked": threading.Event()}
+
+    def look_and_clean() -> None:
+        try:
+            r["left"] = _names(processes_with_env("TMPDIR", str(tmp)))
+            r["tree_left"] = _names([p for p in r.get("seen", ()) if _is_ours(p, tmp)])
+            r["ray_dirs"] = sorted(p.name for p in tmp.glob("overlap-ray-*"))
+            r["complete"] = (tmp / "out" / "_SUCCESS").exists()
+            r["home"] = sorted(p.name for p in (tmp / "home").iterdir())
+        finally:
+            for pid in processes_with_env("TMPDIR", str(tmp)):  # the run's, should any be left
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            shutil.rmtree(tmp, ignore_errors=True)
+            r["checked"].set()
+
     try:
-        return _run_trial(tmp, engine, sig, phase, rng)
-    finally:
-        for pid in processes_with_env("TMPDIR", str(tmp)):  # the run's, should any be left
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        r.update(_run_trial(tmp, engine, sig, phase, rng))
+    except BaseException:
+        look_and_clean()
+        raise
+    timer = threading.Timer(GRACE_S, look_and_clean)
+    timer.daemon = True
+    timer.start()
+    return r
+
+
+def _names(pids: list[int]) -> list[str]:
+    names = []
+    for pid in pids:
+        try:
+            names.append(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode())
+        except OSError:
+            pass
+    return names
 
 
 def _run_trial(tmp: Path, engine: str, sig: int, phase: str, rng: random.Random) -> dict:
@@ -121,21 +153,9 @@ def _run_trial(tmp: Path, engine: str, sig: int, phase: str, rng: random.Random)
             proc.kill()
     for r in readers:
         r.join()
-    time.sleep(GRACE_S)
-    left = processes_with_env("TMPDIR", str(tmp))
-    names = []
-    for pid in left:
-        try:
-            names.append(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode())
-        except OSError:
-            names.append("?")
     return {"phase": phase, "sent_at_s": round(sent_at, 2), "missed": missed,
             "code": proc.returncode, "stdout": "".join(out), "stderr": "".join(err),
-            "left": names, "tree_left": [p for p in seen if Path(f"/proc/{p}").exists()
-                                         and p not in left and _is_ours(p, tmp)],
-            "ray_dirs": sorted(p.name for p in tmp.glob("overlap-ray-*")),
-            "complete": (tmp / "out" / "_SUCCESS").exists(),
-            "home": sorted(p.name for p in (tmp / "home").iterdir())}
+            "seen": seen - {proc.pid}}
 
 
 def _is_ours(pid: int, tmp: Path) -> bool:
@@ -146,28 +166,30 @@ def _is_ours(pid: int, tmp: Path) -> bool:
 
 
 def _check(r: dict, sig: int) -> None:
+    assert r["checked"].wait(60)
+    r = {k: v for k, v in r.items() if k not in ("checked", "seen")}
     lines = r["stderr"].strip().splitlines()
-    assert r["left"] == [] and r["tree_left"] == [], r  # nothing of the run alive 5 s later
-    assert r["ray_dirs"] == [], r  # Ray's temp dir (and token) removed
-    assert r["home"] == [], r
+    assert r["left"] == [] and r["tree_left"] == [], str(r)  # nothing of the run alive 5 s later
+    assert r["ray_dirs"] == [], str(r)  # Ray's temp dir (and token) removed
+    assert r["home"] == [], str(r)
     assert "Traceback" not in r["stderr"], r["stderr"]
     if r["missed"]:  # the run had ended before the signal: it ended well
-        assert r["code"] == 0 and r["complete"], r
+        assert r["code"] == 0 and r["complete"], str(r)
         return
     name = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted (Ctrl-C)"
     if r["code"] == 0:  # the signal came while the process was exiting, after the result
-        assert r["complete"] and r["stdout"].startswith("scored 2,500 examples"), r
-        assert lines == [], r
+        assert r["complete"] and r["stdout"].startswith("scored 2,500 examples"), str(r)
+        assert lines == [], str(r)
         return
-    assert r["code"] == 128 + sig, r  # never -11 (SIGSEGV), never a Python exit 1
-    assert len(lines) == 1 and lines[0].startswith(f"Error: {name}"), r
+    assert r["code"] == 128 + sig, str(r)  # never -11 (SIGSEGV), never a Python exit 1
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {name}"), str(r)
     if r["complete"]:  # after the result: it was printed, only the stop was cut short
         assert lines[0].endswith("while stopping the local Ray instance; the command itself "
-                                 "had completed"), r
-        assert r["stdout"].startswith("scored 2,500 examples"), r
+                                 "had completed"), str(r)
+        assert r["stdout"].startswith("scored 2,500 examples"), str(r)
     else:
-        assert lines[0].endswith("running the same command again resumes a score run"), r
-        assert r["stdout"] == "", r
+        assert lines[0].endswith("running the same command again resumes a score run"), str(r)
+        assert r["stdout"] == "", str(r)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -178,8 +200,11 @@ def _check(r: dict, sig: int) -> None:
 def test_a_signal_at_any_moment_ends_the_run_cleanly(engine, phases, sig):
     rng = random.Random(f"{SEED}-{engine}-{int(sig)}")
     print(f"seed {SEED} (OVERLAP_INTERRUPT_SEED)")
+    trials = []
     for phase in phases:
-        r = _trial(engine, sig, phase, rng)
+        trials.append(_trial(engine, sig, phase, rng))
+        r = trials[-1]
         print(f"{engine} {signal.Signals(sig).name} {phase} at {r['sent_at_s']} s: "
               f"exit {r['code']}{' (missed)' if r['missed'] else ''}")
+    for r in trials:
         _check(r, sig)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from types import FrameType
 from typing import Any
@@ -86,19 +87,24 @@ def _install_handlers() -> dict[int, Any]:
     return previous
 
 
-def _stop_local_ray() -> None:
-    """Stop a local Ray instance the command left running, here, before the exit.
+def _local_rays() -> list[Any]:
+    """The local Ray instances running in this process (Ray is not imported for it)."""
+    module = sys.modules.get("pipeline.engine.ray_runner")
+    return [] if module is None else module.local_instances()
+
+
+def _stop_local_rays(before: list[Any]) -> None:
+    """Stop the local Ray instances the command started and left running, here.
 
     ``score`` leaves its instance running to print the result first (``defer_engine_stop``).
     Stopped here, in the main thread, a Ctrl-C during the stop waits for its end and gives
     exit 130; stopped by the ``atexit`` handler, it gave a traceback, exit 0 and the temp dir
-    left behind. Ray is not imported for it.
+    left behind. Instances that were running before the command (a test session's) are
+    left alone.
     """
-    import sys
-
-    module = sys.modules.get("pipeline.engine.ray_runner")
-    if module is not None:
-        module.stop_local_instances()
+    started = [r for r in _local_rays() if r not in before]
+    if started:
+        sys.modules["pipeline.engine.ray_runner"].stop_local_instances(started)
 
 
 # Each command's module, imported only when that command runs (or help lists it), so that
@@ -129,12 +135,13 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         previous = _install_handlers()
         completed = False
+        rays = _local_rays()
         try:
             try:
                 result = super().invoke(ctx)
                 completed = True
             finally:
-                _stop_local_ray()
+                _stop_local_rays(rays)
             return result
         except SystemExit as e:
             if e.code != signal.SIGTERM or _Signals.received is not None:
@@ -189,7 +196,6 @@ class _Main(click.Group):
             if _Signals.received is None or not isinstance(e.code, int):
                 raise
             import atexit
-            import sys
 
             atexit._run_exitfuncs()  # e.g. the plot cache dir; Ray's shutdown: a no-op now
             for stream in (sys.stdout, sys.stderr):

@@ -125,7 +125,34 @@ class LocalRay:
 
     def __init__(self, *, num_cpus: int | None = None) -> None:
         self.temp_dir = tempfile.mkdtemp(prefix="overlap-ray-", dir=_temp_root())
+        self._saved_env: dict[str, str | None] = {}
         self._cleaned = False
+        self._owner: threading.Thread | None = None
+        self._started = threading.Event()
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._failure: BaseException | None = None
+        _RUNNING.append(self)  # from here on, stop_local_instances() stops it
+        try:
+            interrupt = self._start(num_cpus)
+        except BaseException:
+            self.shutdown()
+            raise
+        failure = self._failure
+        if failure is not None or interrupt is not None:
+            self.shutdown()
+            if interrupt is not None:
+                raise interrupt  # Ctrl-C, SIGTERM: stopped, not failed
+            if failure is not None and not isinstance(failure, Exception):
+                raise failure
+            raise ExecutionError(f"could not start a local Ray instance: {failure}") from None
+
+    def _start(self, num_cpus: int | None) -> BaseException | None:
+        """Write the token, set Ray's environment, start the owner thread and wait for it.
+
+        Returns:
+            The first KeyboardInterrupt or SystemExit raised in the wait, or None.
+        """
         # Ray makes its temp dir world-writable (0777): the token lives in a private subdir
         private = os.path.join(self.temp_dir, "private")
         os.mkdir(private, 0o700)
@@ -149,18 +176,10 @@ class LocalRay:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        try:
-            ray = _import_ray(local=True)
-        except ExecutionError:
-            self._cleanup()
-            raise
-        self._ray = ray
+        self._ray = _import_ray(local=True)
+        _stop_at_exit()
         self.num_cpus = num_cpus or usable_cpus()
         self.node_ip_address = LOOPBACK_ADDRESS if _loopback_only() else FALLBACK_ADDRESS
-        self._started = threading.Event()
-        self._stop = threading.Event()
-        self._stopped = threading.Event()
-        self._failure: BaseException | None = None
         handlers = _signal_handlers()
         self._owner = threading.Thread(target=self._own, name="overlap-local-ray", daemon=True,
                                        kwargs={"num_cpus": self.num_cpus,
@@ -171,17 +190,9 @@ class LocalRay:
                                                "_temp_dir": self.temp_dir,
                                                "_node_ip_address": self.node_ip_address})
         self._owner.start()
-        _RUNNING.append(self)
         interrupt = _wait_through_interrupts(self._started)
         _restore_signal_handlers(handlers)
-        failure = self._failure
-        if failure is not None or interrupt is not None:
-            self.shutdown()
-            if interrupt is not None:
-                raise interrupt  # Ctrl-C, SIGTERM: stopped, not failed
-            if failure is not None and not isinstance(failure, Exception):
-                raise failure
-            raise ExecutionError(f"could not start a local Ray instance: {failure}") from None
+        return interrupt
 
     def _own(self, **options: Any) -> None:
         """The owner thread: start Ray, wait for the stop, stop Ray and what outlives it."""
@@ -201,6 +212,8 @@ class LocalRay:
                 self._failure = self._failure or e
             _end_processes(ours)
         finally:
+            # here too, not in the caller's thread, where a signal could cut it short
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
             self._started.set()
             self._stopped.set()
 
@@ -215,7 +228,7 @@ class LocalRay:
 
         """
         interrupt = None
-        if not self._stopped.is_set():
+        if self._owner is not None and not self._stopped.is_set():
             self._stop.set()
             interrupt = _wait_through_interrupts(self._stopped, timeout_s=STOP_TIMEOUT_S)
             if not self._stopped.is_set():  # Ray's stop hangs: end what we can see
@@ -230,7 +243,7 @@ class LocalRay:
         if self._cleaned:
             return
         self._cleaned = True
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)  # if the owner thread did not
         for k, v in self._saved_env.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -242,8 +255,36 @@ class LocalRay:
 _RUNNING: list[LocalRay] = []
 
 
-def stop_local_instances() -> None:
-    """Stop every local Ray instance this process started and has not stopped yet.
+_AT_EXIT: list[bool] = []
+
+
+def _stop_at_exit() -> None:
+    """Have the instances still running stopped when the interpreter exits (once).
+
+    Registered after ``import ray``, so that it runs before Ray's own ``atexit`` handler
+    (``ray.shutdown`` from the main thread).
+    """
+    if not _AT_EXIT:
+        import atexit
+
+        atexit.register(_stop_all_at_exit)
+        _AT_EXIT.append(True)
+
+
+def _stop_all_at_exit() -> None:
+    try:
+        stop_local_instances(list(_RUNNING))
+    except (KeyboardInterrupt, SystemExit):
+        pass
+
+
+def local_instances() -> list[LocalRay]:
+    """The local Ray instances this process started and has not stopped, oldest first."""
+    return list(_RUNNING)
+
+
+def stop_local_instances(instances: Sequence[LocalRay]) -> None:
+    """Stop these local Ray instances (see :meth:`LocalRay.shutdown`), newest first.
 
     For a command line that stops the instance of a finished run itself, after printing its
     result (see ``defer_engine_stop`` of :func:`pipeline.api.score`), rather than from an
@@ -254,7 +295,7 @@ def stop_local_instances() -> None:
 
     """
     interrupt = None
-    for instance in list(_RUNNING):
+    for instance in reversed(instances):
         try:
             instance.shutdown()
         except (KeyboardInterrupt, SystemExit) as e:
