@@ -163,6 +163,7 @@ def score(
         MANIFEST_FILE,
         OutputDir,
         check_apart,
+        checksum,
         write_json,
         write_parquet,
     )
@@ -231,9 +232,12 @@ def score(
             "outputs": {
                 "examples": [{"path": f"{EXAMPLES_DIR}/{p.name}", "num_rows": p.num_rows,
                               "size_bytes": p.size_bytes, "partition": p.index,
-                              "where": p.where} for p in parts],
+                              "where": p.where,
+                              "sha256": checksum(out.staged(f"{EXAMPLES_DIR}/{p.name}"))}
+                             for p in parts],
                 "aggregate": {"path": AGGREGATE_FILE, "num_rows": agg.num_rows,
-                              "size_bytes": agg_size},
+                              "size_bytes": agg_size,
+                              "sha256": checksum(out.staged(AGGREGATE_FILE))},
             },
             "counts": {
                 "prediction_rows": plan.prediction_rows,
@@ -312,9 +316,12 @@ def publish(
 
     Composition of :func:`pipeline.warehouse.common.load_run` and the format modules
     :mod:`pipeline.warehouse.delta` and :mod:`pipeline.warehouse.iceberg`; see there for
-    the columns, partitioning, idempotency and schema evolution. Delta tables are written
-    first, then Iceberg; a crash between two commits is repaired by publishing again (each
-    table checks for the run before writing).
+    the columns, partitioning, idempotency and schema evolution. Everything is checked
+    before anything is written (the run against its manifest, the namespace, the run's
+    column types for each format, the catalog, and each existing table's columns,
+    partitioning and run ids); then Delta tables are written first, then Iceberg; a crash
+    between two commits is repaired by publishing again (each table checks for the run
+    before writing).
 
     Args:
         run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), path or URI.
@@ -332,9 +339,13 @@ def publish(
         found already holding the run.
 
     Raises:
-        ConfigError: neither target, ``iceberg`` without ``namespace``, bad labels or date.
-        InputError: not a complete run (no ``_SUCCESS``), unreadable run files.
+        ConfigError: neither target, ``iceberg`` without ``namespace`` or with a bad one,
+            bad labels or date, a SQLite file that is not a catalog.
+        InputError: not a complete run (no ``_SUCCESS``), a run that does not match its
+            manifest (:func:`pipeline.io.runs.open_run`), unreadable run files, a column
+            type a format cannot hold.
         SchemaChangeError: a column whose type differs from the table's (an InputError).
+        RunConflictError: a table holds the run id with other rows (an InputError).
         ExecutionError: the package of a format missing; catalog or storage failures.
 
     """
@@ -343,19 +354,34 @@ def publish(
     if delta is None and iceberg is None:
         raise ConfigError("nothing to publish to: give --delta ROOT and/or --iceberg "
                           "CATALOG_URI --namespace NS")
-    if iceberg is not None and not namespace:
-        raise ConfigError("--iceberg needs --namespace NS")
+    if iceberg is not None:
+        from pipeline.warehouse.iceberg import parse_namespace
+
+        parse_namespace(namespace)
     run = load_run(run_dir, labels=labels, run_date=run_date)
+    # Everything is checked before anything is written: the run's types for each format,
+    # the catalog, and each existing table (columns, partitioning, the run id).
+    formats = {fmt: run.for_format(fmt) for fmt, target in (("delta", delta),
+                                                             ("iceberg", iceberg)) if target}
+    catalog = None
+    if delta is not None:
+        from pipeline.warehouse.delta import check_delta
+
+        check_delta(formats["delta"], delta)
+    if iceberg is not None:
+        from pipeline.warehouse.iceberg import check_iceberg, load_catalog
+
+        catalog = load_catalog(iceberg, warehouse=warehouse)
+        check_iceberg(formats["iceberg"], catalog, namespace=str(namespace))
     published: list[Any] = []
     if delta is not None:
         from pipeline.warehouse.delta import publish_delta
 
-        published += publish_delta(run, delta)
+        published += publish_delta(formats["delta"], delta)
     if iceberg is not None:
         from pipeline.warehouse.iceberg import publish_iceberg
 
-        published += publish_iceberg(run, iceberg, namespace=str(namespace),
-                                     warehouse=warehouse)
+        published += publish_iceberg(formats["iceberg"], catalog, namespace=str(namespace))
     return published
 
 
@@ -445,7 +471,9 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
 
     Args:
         run_dir: a complete ``overlap score`` output (path or URI).
-        output: the HTML file to write (path or URI); replaced when it exists.
+        output: the HTML file to write (path or URI); an existing file is replaced only when
+            it is a report written by ``overlap report`` (see
+            :func:`pipeline.io.write.write_report_file`).
         baseline: a complete baseline run (None: no comparison).
         top: moved examples to show, >= 0.
 
@@ -456,15 +484,18 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
         ConfigError: ``top`` < 0.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
+        OutputExistsError: the output is a directory, a symlink, or a file that is not a
+            report written by ``overlap report`` (nothing written).
         ExecutionError: the output cannot be written.
 
     """
     from pipeline.io.files import locate
-    from pipeline.io.write import write_text
+    from pipeline.io.write import check_report_output, write_report_file
     from pipeline.report.build import build_report
 
     if top < 0:
         raise ConfigError(f"top must be >= 0, got {top}")
+    check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top)
-    write_text(text, locate(output))
+    write_report_file(text, locate(output), output=output)
     return output

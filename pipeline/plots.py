@@ -57,14 +57,18 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
         InputError: the file cannot be written.
 
     """
+    from pipeline.compare import ALL_GROUP
+    from pipeline.errors import InputError
+
     _private_matplotlib_dirs()
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib",
+                         hint="pip install 'overlap-pipeline[plots]'") from None
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
-
-    from pipeline.compare import ALL_GROUP
-    from pipeline.errors import InputError
 
     measures = comparison.measures
     overall = comparison.rows[comparison.rows["group"] == ALL_GROUP]

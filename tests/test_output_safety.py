@@ -186,3 +186,45 @@ def test_a_staged_file_of_another_run_is_never_published(tmp_path, monkeypatch):
     _one_line_exit(result, 3, "was written by run other, not by this run (mine)",
                    "nothing published")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hardlink"])
+def test_a_link_planted_as_the_lock_is_never_followed(tmp_path, planted):
+    """Issue 19: a `.OUT.overlap-lock -> somefile` got that file truncated and overwritten."""
+    pred = _inputs(tmp_path / "in")
+    victim = tmp_path / "precious.txt"
+    victim.write_text("not yours\n")
+    lock = tmp_path / ".out.overlap-lock"
+    if planted == "symlink":
+        lock.symlink_to(victim)
+    else:
+        os.link(victim, lock)
+    result = _score(pred, tmp_path / "out")
+    _one_line_exit(result, 3, ".out.overlap-lock", "symlink" if planted == "symlink" else "links")
+    assert victim.read_text() == "not yours\n"
+    assert not (tmp_path / "out").exists()
+    lock.unlink()  # once it is gone, the run goes through
+    assert _score(pred, tmp_path / "out").exit_code == 0
+    assert victim.read_text() == "not yours\n"
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hardlink"])
+def test_a_link_planted_at_a_temporary_name_is_never_written_through(tmp_path, planted):
+    """Files are written to `.NAME.tmp` and renamed: a link planted there is replaced, its
+    target left alone (issue 19: never follow a symlink we did not create)."""
+    from pipeline.io.write import write_parquet, write_text
+
+    victim = tmp_path / "precious.txt"
+    victim.write_text("not yours\n")
+    for name, write in (("state.json", lambda loc: write_text("{}\n", loc)),
+                        ("part.parquet", lambda loc: write_parquet(pa.table({"x": [1]}), loc))):
+        tmp = tmp_path / f".{name}.tmp"
+        if planted == "symlink":
+            tmp.symlink_to(victim)
+        else:
+            os.link(victim, tmp)
+        write(locate(str(tmp_path / name)))
+        assert victim.read_text() == "not yours\n"
+        assert not tmp.exists() and not tmp.is_symlink()
+    assert (tmp_path / "state.json").read_text() == "{}\n"
+    assert pq.read_table(tmp_path / "part.parquet").num_rows == 1

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.compare import compare_runs
-from tests.warehouse_runs import realsumm_inputs, score_run
+from tests.warehouse_runs import realsumm_inputs, reseal, score_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -173,6 +173,7 @@ def test_report_follows_the_metrics_the_run_holds(runs, tmp_path):
     extra[["metric", "measure", "mean", "ci_low", "ci_high"]] = ["bleu", "score", 40.0, 35.0,
                                                                  45.0]
     pd.concat([agg, extra]).to_parquet(run / "aggregate.parquet", index=False)
+    reseal(run)  # an edited run is refused unless its manifest records the files as they are
     out = tmp_path / "r.html"
     assert CliRunner().invoke(main, ["report", str(run), "--output", str(out)]).exit_code == 0
     text = out.read_text()

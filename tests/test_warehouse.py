@@ -302,12 +302,15 @@ def test_nightly_loop_publishes_after_scoring_and_reports(tmp_path):
 def _publish_at_the_barrier(uri: str, barrier, run_id: str) -> None:
     import deltalake as dl
 
+    from pipeline.warehouse.common import RunTables
     from pipeline.warehouse.delta import _publish_one
 
     rows = pa.table({"run_id": [run_id] * 40, "x": list(range(40)),
                      "run_date": ["2026-12-01"] * 40})
+    run = RunTables(run_id=run_id, run_date=dt.date(2026, 12, 1), signature="", labels=(),
+                    tables={"examples": rows}, fingerprint=f"fingerprint of {run_id}")
     barrier.wait()
-    _publish_one(dl, uri, rows, run_id, "examples", None)
+    _publish_one(dl, uri, run, "examples", None)
 
 
 @pytest.mark.slow

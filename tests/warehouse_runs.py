@@ -37,7 +37,8 @@ def score_run(predictions: Path, references: Path, output: Path, *, run_id: str,
 
 def retyped_copy(run: Path, output: Path, *, run_id: str, column: str,
                  to: pa.DataType) -> Path:
-    """A copy of a complete run with another run id and one examples column cast."""
+    """A copy of a complete run with another run id and one examples column cast (a run of
+    its own: its manifest and files' metadata name the new run id and the new checksums)."""
     import shutil
 
     shutil.copytree(run, output)
@@ -46,8 +47,36 @@ def retyped_copy(run: Path, output: Path, *, run_id: str, column: str,
         i = table.schema.get_field_index(column)
         table = table.set_column(i, pa.field(column, to), table[column].cast(to))
         table = table.set_column(0, "run_id", pa.array([run_id] * table.num_rows))
-        pq.write_table(table, part)
+        pq.write_table(table.replace_schema_metadata(
+            {**table.schema.metadata, b"overlap.run_id": run_id.encode()}), part)
+    aggregate = pq.read_table(output / "aggregate.parquet")
+    pq.write_table(aggregate.replace_schema_metadata(
+        {**aggregate.schema.metadata, b"overlap.run_id": run_id.encode()}),
+        output / "aggregate.parquet")
     manifest = json.loads((output / "manifest.json").read_text())
     manifest["run_id"] = run_id
+    for entry in [*manifest["outputs"]["examples"], manifest["outputs"]["aggregate"]]:
+        entry.update(size_bytes=(output / entry["path"]).stat().st_size,
+                     sha256=sha256_of(output / entry["path"]))
     (output / "manifest.json").write_text(json.dumps(manifest))
+    (output / "_SUCCESS").write_text(f"{run_id}\n")
     return output
+
+
+def reseal(run: Path) -> Path:
+    """Record a run's files as they are now in its manifest (rows, sizes, SHA-256): for tests
+    that edit a scored run on purpose, as a new run of its own; ``open_run`` refuses an edited
+    run otherwise."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    for entry in [*manifest["outputs"]["examples"], manifest["outputs"]["aggregate"]]:
+        entry.update(num_rows=pq.read_metadata(run / entry["path"]).num_rows,
+                     size_bytes=(run / entry["path"]).stat().st_size,
+                     sha256=sha256_of(run / entry["path"]))
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -19,7 +19,8 @@ from pipeline.errors import PipelineError
                    "sqlite:///PATH (pyiceberg's SQL catalog), another catalog URI, or a "
                    "catalog name from pyiceberg's configuration.")
 @click.option("--namespace", metavar="NS", default=None,
-              help="The Iceberg namespace (required with --iceberg).")
+              help="The Iceberg namespace (required with --iceberg), e.g. evals or "
+                   "evals.nightly.")
 @click.option("--warehouse", metavar="LOCATION", default=None,
               help="Where an Iceberg SQL catalog writes files (default for sqlite: "
                    "warehouse/ beside the database).")
@@ -36,10 +37,13 @@ def publish_command(ctx: click.Context, run_dir: str, delta: str | None, iceberg
 
     Both tables (examples, aggregates) get run_id, run_date, signature and the --label
     columns, and are partitioned by run_date. Publishing a run that is already in a table
-    writes nothing to it, so publishing again after a failure completes what is missing.
-    A run with new metrics adds columns; a column whose type changed is refused.
+    writes nothing to it, so publishing again after a failure completes what is missing;
+    another run (or other labels or date) under a published run id is refused. A run with
+    new metrics adds columns; a column whose type changed is refused. Everything is checked
+    before anything is written.
 
-    Exit codes: 0 published, 2 bad usage or input (an incomplete run, a type change),
+    Exit codes: 0 published, 2 bad usage or input (an incomplete run or one that does not
+    match its manifest, a type change, another run under the run id, a bad namespace),
     4 storage or catalog failure.
     """
     from pipeline import api

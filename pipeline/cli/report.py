@@ -14,7 +14,8 @@ from pipeline.errors import PipelineError
 @click.option("--baseline", metavar="RUN_DIR", default=None,
               help="Compare with this complete run: the compare table with alarms, the "
                    "per-example deltas and the examples that moved most.")
-@click.option("--output", metavar="FILE.html", required=True, help="The HTML file to write.")
+@click.option("--output", metavar="FILE.html", required=True,
+              help="The HTML file to write (an existing file only if it is an earlier report).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Examples that moved most to show (with --baseline).")
 @click.pass_context
@@ -28,7 +29,10 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
     the examples that moved most, with the matched words marked. Readable without
     JavaScript, and printable.
 
+    An existing FILE.html is replaced only when it is a report written by overlap report.
+
     Exit codes: 0 written, 2 bad usage or input (an incomplete run, differing signatures),
+    3 the output is in the way (a file that is not our report, a directory, a symlink),
     4 the file cannot be written.
     """
     from pipeline import api

@@ -66,8 +66,9 @@ def _import_ray(*, local: bool = False) -> Any:
     try:
         import ray
     except ImportError:
-        raise ExecutionError("the ray engine needs Ray", hint="pip install 'ray[data]' or use "
-                             "--engine local") from None
+        raise ExecutionError("the ray engine needs Ray",
+                             hint="pip install 'overlap-pipeline[ray]' or use --engine local"
+                             ) from None
     finally:
         if saved is None:
             os.environ.pop(_CLUSTERS_VAR, None)

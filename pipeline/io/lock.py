@@ -2,20 +2,24 @@
 
 The lock is the file ``.{name}.overlap-lock`` beside ``DIR`` (JSON: host, pid, start time,
 run id). On a local filesystem it is held with ``flock``, which the kernel releases when the
-holder dies, however it dies: a dead holder's lock is simply taken. Object stores have no
-such primitive; there the holder rewrites the lock every ``HEARTBEAT_S`` seconds, a lock not
-rewritten for ``STALE_S`` seconds counts as abandoned, and a writer checks after
-``SETTLE_S`` that the lock it wrote is still its own (last writer wins), so that of two runs
-starting together only one goes on.
+holder dies, however it dies: a dead holder's lock is simply taken. The lock file is opened
+with ``O_NOFOLLOW`` and must be a regular file with one link: a symlink or hard link planted
+at its name is refused (exit 3), never followed, so no other file is truncated. Object
+stores have no such primitive; there the holder rewrites the lock every ``HEARTBEAT_S``
+seconds, a lock not rewritten for ``STALE_S`` seconds counts as abandoned, and a writer
+checks after ``SETTLE_S`` that the lock it wrote is still its own (last writer wins), so
+that of two runs starting together only one goes on.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import posixpath
 import secrets
 import socket
+import stat
 import threading
 import time
 from datetime import datetime, timezone
@@ -94,14 +98,14 @@ class OutputLock:
         import fcntl
 
         while True:
-            fd = os.open(self.loc.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open_local()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 with os.fdopen(fd, "rb") as fh:
                     raise self._refuse(_parse(fh.read())) from None
             try:  # the file we locked may have been unlinked by its releasing holder
-                same = os.fstat(fd).st_ino == os.stat(self.loc.path).st_ino
+                same = os.fstat(fd).st_ino == os.lstat(self.loc.path).st_ino
             except FileNotFoundError:
                 same = False
             if same:
@@ -110,6 +114,37 @@ class OutputLock:
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(self._record(run_id)).encode())
         self._fd = fd
+
+    def _open_local(self) -> int:
+        """Open (creating) the lock file, never through a symlink or into a foreign file.
+
+        ``O_NOFOLLOW`` refuses a symlink at the lock's name (planted or not, we never create
+        one); a file with other links, or not a regular file, is not ours either. Nothing is
+        truncated before these checks.
+
+        Raises:
+            OutputExistsError: something else than our lock file has the lock's name.
+
+        """
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            fd = os.open(self.loc.path, flags, 0o644)
+        except OSError as e:
+            if e.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EMLINK):
+                raise
+            raise self._foreign("a symlink" if os.path.islink(self.loc.path)
+                                else "not a regular file") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise self._foreign("not a regular file" if not stat.S_ISREG(st.st_mode)
+                                else f"a file with {st.st_nlink} links")
+        return fd
+
+    def _foreign(self, what: str) -> OutputExistsError:
+        return OutputExistsError(f"the lock of output {self.output}, {self.loc.uri}, is {what}; "
+                                 "refusing to open it (overlap never creates one)",
+                                 hint="remove it if it is not yours, or choose another --output")
 
     def _acquire_remote(self, run_id: str | None) -> None:
         holder = _read(self.loc)

@@ -7,14 +7,26 @@ A run directory (the output contract of ``overlap score``)::
     DIR/manifest.json             run id, signature, resolved config, inputs, counts
     DIR/_SUCCESS                  written last: the run is complete
 
-Only complete runs (with ``_SUCCESS``) are read. Manifests are read defensively: a missing
-key falls back to the documented default (id column ``id``, no grouping) or to the Parquet
-key-value metadata (``overlap.signature``). Paths are local paths or URIs that pyarrow's
-filesystems open (``s3://``, ``gs://``, ``file://``; others through fsspec).
+Only complete runs (with ``_SUCCESS``) are read, and only after they were verified against
+their manifest (:func:`open_run`, the one reader of a run that ``publish``, ``compare``,
+``report`` and ``explain`` share):
+
+- the manifest's fields have the JSON types ``overlap score`` writes (:data:`MANIFEST_TYPES`);
+  a missing key falls back to the documented default (id column ``id``, no grouping) or to
+  the Parquet key-value metadata (``overlap.signature``);
+- the files ``outputs`` lists are exactly the files of ``examples/`` (none missing, none
+  added), each with the recorded row count, size and SHA-256 checksum, and every Parquet
+  file written by another run (key-value metadata ``overlap.run_id``) is refused.
+
+Runs scored before checksums were recorded are verified for everything else (files, rows,
+sizes, run ids); a manifest without ``outputs`` (not written by ``overlap score``) is read
+from the files of ``examples/``, their run ids checked. Paths are local paths or URIs that
+pyarrow's filesystems open (``s3://``, ``gs://``, ``file://``; others through fsspec).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import uuid
@@ -29,12 +41,16 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
+from pipeline.io.schema import RUN_ID_KEY
 from pipeline.signature import Signature, score_differences
 
 SUCCESS_MARKER = "_SUCCESS"
 MANIFEST_NAME = "manifest.json"
 EXAMPLES_DIR = "examples"
 SIGNATURE_KEY = b"overlap.signature"
+AGGREGATE_NAME = "aggregate.parquet"
+CHECKSUM_FIELD = "sha256"
+_HASH_CHUNK = 1 << 20
 TEXT_COLUMN = "prediction"
 COMPARE_PARQUET = "compare.parquet"
 COMPARE_JSON = "compare.json"
@@ -71,6 +87,9 @@ class RunInfo:
         schema: the Arrow schema of ``examples/part-*.parquet``.
         files: the example files, sorted.
         n_examples: rows over all example files.
+        checksums: SHA-256 (hex) of every file verified against the manifest, keyed by its
+            path relative to the run directory (``examples/part-00000.parquet``,
+            ``aggregate.parquet``); empty when the manifest lists no outputs.
 
     """
 
@@ -85,6 +104,7 @@ class RunInfo:
     schema: pa.Schema = field(repr=False)
     files: tuple[str, ...] = field(repr=False)
     n_examples: int
+    checksums: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def float_columns(self) -> tuple[str, ...]:
@@ -116,6 +136,128 @@ def _read_manifest(fs: pafs.FileSystem, path: str, shown: str) -> dict[str, Any]
     return manifest
 
 
+# The JSON types of the manifest fields that readers use, as ``overlap score`` writes them
+# (dotted paths; ``*`` is every value of an object). A field of another type is refused by
+# :func:`open_run`, naming it, rather than failing in whichever command reads it first.
+MANIFEST_TYPES: dict[str, tuple[str, ...]] = {
+    "run_id": ("string",),
+    "signature": ("string", "null"),
+    "started_at": ("string", "null"),
+    "finished_at": ("string", "null"),
+    "version": ("string", "null"),
+    "output": ("string", "null"),
+    "resumed": ("boolean", "null"),
+    "config": ("object", "null"),
+    "config.id_column": ("string", "null"),
+    "config.prediction_column": ("string", "null"),
+    "config.reference_column": ("string", "null"),
+    "config.group_by": ("array", "string", "null"),
+    "config.group_by.*": ("string",),
+    "config.metrics": ("array", "string", "null"),
+    "config.metrics.*": ("string",),
+    "config.tokenizer": ("string", "null"),
+    "config.stemmer": ("string", "null"),
+    "config.case_sensitive": ("boolean", "null"),
+    "config.multi_reference": ("string", "null"),
+    "config.sentence_split": ("string", "boolean", "null"),
+    "config.max_tokens": ("integer", "null"),
+    "config.keep_text": ("boolean", "null"),
+    "config.confidence": ("number", "null"),
+    "config.bootstrap": ("integer", "null"),
+    "config.seed": ("integer", "null"),
+    "inputs": ("object", "array", "null"),
+    "inputs.predictions": ("object", "array", "string", "null"),
+    "inputs.predictions.files": ("array", "null"),
+    "inputs.predictions.files.*": ("object",),
+    "inputs.predictions.files.*.path": ("string",),
+    "inputs.predictions.files.*.size_bytes": ("integer", "null"),
+    "inputs.references": ("object", "null"),
+    "inputs.references.files": ("array", "null"),
+    "inputs.references.files.*": ("object",),
+    "inputs.references.files.*.path": ("string",),
+    "inputs.references.files.*.size_bytes": ("integer", "null"),
+    "inputs.layout": ("string", "null"),
+    "inputs.reference_column": ("string", "null"),
+    "outputs": ("object", "null"),
+    "outputs.examples": ("array",),
+    "outputs.examples.*": ("object",),
+    "outputs.examples.*.path": ("string",),
+    "outputs.examples.*.num_rows": ("integer", "null"),
+    "outputs.examples.*.size_bytes": ("integer", "null"),
+    "outputs.examples.*.sha256": ("string", "null"),
+    "outputs.aggregate": ("object", "null"),
+    "outputs.aggregate.path": ("string",),
+    "outputs.aggregate.num_rows": ("integer", "null"),
+    "outputs.aggregate.size_bytes": ("integer", "null"),
+    "outputs.aggregate.sha256": ("string", "null"),
+    "counts": ("object", "null"),
+    "counts.skipped": ("object", "null"),
+    "counts.skipped_ids": ("object", "null"),
+}
+
+
+# Every pattern of MANIFEST_TYPES and each of its prefixes (the objects on the way).
+_PATTERNS = {".".join(k.split(".")[:n]) for k in MANIFEST_TYPES
+             for n in range(1, k.count(".") + 2)}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def check_manifest(manifest: dict[str, Any], *, shown: str) -> None:
+    """Check the JSON types of a manifest's fields against :data:`MANIFEST_TYPES`.
+
+    Absent fields pass (readers fall back to defaults); fields not in the table are not
+    checked. An integer passes where a number is expected; a boolean never passes as a number.
+
+    Args:
+        manifest: the parsed ``manifest.json``.
+        shown: the file as the user knows it, for the message.
+
+    Raises:
+        InputError: a field of another type, naming it, its type and the expected ones.
+
+    """
+    def visit(value: Any, pattern: str, where: str) -> None:
+        allowed = MANIFEST_TYPES.get(pattern)
+        kind = _json_type(value)
+        if allowed is not None and kind not in allowed \
+                and not (kind == "integer" and "number" in allowed):
+            raise InputError(f"{shown}: field {where!r} is {_a(kind)}, not "
+                             f"{' or '.join(map(_a, allowed))}",
+                             hint="the manifest was edited or damaged; score the run again")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                named = f"{pattern}.{key}" if pattern else str(key)
+                child = named if named in _PATTERNS else f"{pattern}.*"
+                if child in _PATTERNS:
+                    visit(item, child, f"{where}.{key}" if where else str(key))
+        elif isinstance(value, list) and f"{pattern}.*" in _PATTERNS:
+            for index, item in enumerate(value):
+                visit(item, f"{pattern}.*", f"{where}[{index}]")
+
+    visit(manifest, "", "")
+
+
+def _a(kind: str) -> str:
+    if kind == "null":
+        return kind
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
 def _columns_setting(value: Any) -> tuple[str, ...]:
     if value is None or value == "":
         return ()
@@ -126,8 +268,115 @@ def _columns_setting(value: Any) -> tuple[str, ...]:
     return ()
 
 
+def file_sha256(fs: pafs.FileSystem, path: str) -> str:
+    """The SHA-256 of a file's bytes, hex (read in 1 MiB chunks).
+
+    Raises:
+        OSError: the file cannot be read.
+
+    """
+    digest = hashlib.sha256()
+    with fs.open_input_stream(path) as fh:
+        while chunk := fh.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _example_files(fs: pafs.FileSystem, root: str, path: str) -> list[str]:
+    examples = posixpath.join(root, EXAMPLES_DIR)
+    try:
+        listing = fs.get_file_info(pafs.FileSelector(examples, allow_not_found=True))
+    except OSError as err:
+        raise InputError(f"cannot list {path}/{EXAMPLES_DIR}: {err}") from err
+    files = sorted(f.path for f in listing if f.type == pafs.FileType.File
+                   and f.base_name.startswith("part-") and f.base_name.endswith(".parquet"))
+    if not files:
+        raise InputError(f"{path} has no {EXAMPLES_DIR}/part-*.parquet files")
+    return files
+
+
+def _listed_outputs(manifest: dict[str, Any], path: str) -> dict[str, dict[str, Any]] | None:
+    """``{relative path: entry}`` of the files the manifest's ``outputs`` lists, or None."""
+    outputs = manifest.get("outputs")
+    if not isinstance(outputs, dict) or not isinstance(outputs.get("examples"), list):
+        return None
+    listed: dict[str, dict[str, Any]] = {}
+    for entry in [*outputs["examples"], outputs.get("aggregate")]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        rel = posixpath.normpath(entry["path"])
+        parent = posixpath.dirname(rel)
+        if rel != AGGREGATE_NAME and parent != EXAMPLES_DIR:
+            raise InputError(f"{path}/{MANIFEST_NAME}: outputs lists {entry['path']!r}, which is "
+                             f"neither {AGGREGATE_NAME} nor a file of {EXAMPLES_DIR}/")
+        listed[rel] = entry
+    return listed
+
+
+def _check_listing(files: list[str], listed: dict[str, dict[str, Any]], *, root: str,
+                   path: str) -> None:
+    have = {posixpath.relpath(f, root) for f in files}
+    wanted = {rel for rel in listed if rel != AGGREGATE_NAME}
+    missing = sorted(wanted - have)
+    if missing:
+        rows = listed[missing[0]].get("num_rows")
+        raise InputError(f"{path}/{missing[0]} is missing: the run's manifest lists it"
+                         + (f" ({rows} rows)" if rows is not None else "")
+                         + "; the run is incomplete",
+                         hint="restore the file or score the run again")
+    foreign = sorted(have - wanted)
+    if foreign:
+        raise InputError(f"{path}/{foreign[0]} is not a file of this run: its manifest does "
+                         "not list it", hint="remove the file, or score the run again")
+
+
+def _verify_file(fs: pafs.FileSystem, name: str, *, shown: str, run_id: Any,
+                 entry: dict[str, Any] | None, checksums: dict[str, str],
+                 rel: str) -> pq.FileMetaData:
+    """Read a run file's footer and verify it against its manifest entry (when listed)."""
+    try:
+        with fs.open_input_file(name) as fh:
+            size = fh.size()
+            meta = pq.ParquetFile(fh).metadata
+    except FileNotFoundError as err:
+        raise InputError(f"{shown} is missing: the run's manifest lists it") from err
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read {shown}: {str(err).splitlines()[0]}") from err
+    written_by = (meta.metadata or {}).get(RUN_ID_KEY)
+    if written_by is not None and run_id is not None \
+            and written_by.decode("utf-8", "replace") != str(run_id):
+        raise InputError(f"{shown} was written by run "
+                         f"{written_by.decode('utf-8', 'replace')}, not by this run ({run_id})",
+                         hint="a file of another run was copied into this run directory")
+    if entry is None:
+        return meta
+    rows, size_bytes = entry.get("num_rows"), entry.get("size_bytes")
+    if rows is not None and meta.num_rows != rows:
+        raise InputError(f"{shown} changed since the run was scored: it has {meta.num_rows} "
+                         f"rows, its run's manifest says {rows}")
+    if size_bytes is not None and size != size_bytes:
+        raise InputError(f"{shown} changed since the run was scored: it has {size} bytes, its "
+                         f"run's manifest says {size_bytes}")
+    recorded = entry.get(CHECKSUM_FIELD)
+    if recorded is not None:
+        try:
+            found = file_sha256(fs, name)
+        except OSError as err:
+            raise InputError(f"cannot read {shown}: {err}") from err
+        if found != recorded:
+            raise InputError(f"{shown} changed since the run was scored: its SHA-256 is "
+                             f"{found[:12]}..., its run's manifest says {recorded[:12]}...")
+        checksums[rel] = found
+    return meta
+
+
 def open_run(path: str) -> RunInfo:
-    """Open a complete run directory: check ``_SUCCESS``, read the manifest and the footers.
+    """Open a complete run directory, verified against its manifest (see the module docstring).
+
+    Checks ``_SUCCESS``, reads the manifest and checks its field types, then verifies the
+    files: the example files are those ``outputs`` lists, with their rows, sizes and
+    checksums, and no file carries another run's id. Every byte of a file with a recorded
+    checksum is read once (SHA-256).
 
     Args:
         path: the run directory (local path or URI).
@@ -137,8 +386,11 @@ def open_run(path: str) -> RunInfo:
 
     Raises:
         InputError: not a directory; no ``_SUCCESS`` (incomplete or failed run); a missing
-            or unreadable manifest; no example files; files whose schemas differ; no
-            signature; the id or group columns missing from the examples.
+            or unreadable manifest, or one with a field of another JSON type; no example
+            files; a file the manifest lists missing, or one it does not list present; a
+            file with other rows, size or checksum than the manifest records, or written by
+            another run; files whose schemas differ; no signature; the id or group columns
+            missing from the examples.
 
     """
     fs, root = filesystem(path)
@@ -153,24 +405,21 @@ def open_run(path: str) -> RunInfo:
                          hint="the run failed or is still being written; compare with the "
                               "last run that finished")
     manifest = _read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
-    examples = posixpath.join(root, EXAMPLES_DIR)
-    try:
-        listing = fs.get_file_info(pafs.FileSelector(examples, allow_not_found=True))
-    except OSError as err:
-        raise InputError(f"cannot list {path}/{EXAMPLES_DIR}: {err}") from err
-    files = sorted(f.path for f in listing if f.type == pafs.FileType.File
-                   and f.base_name.startswith("part-") and f.base_name.endswith(".parquet"))
-    if not files:
-        raise InputError(f"{path} has no {EXAMPLES_DIR}/part-*.parquet files")
+    check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
+    files = _example_files(fs, root, path)
+    run_id = manifest.get("run_id")
+    listed = _listed_outputs(manifest, path)
+    if listed is not None:
+        _check_listing(files, listed, root=root, path=path)
     schema: pa.Schema | None = None
     file_signature: str | None = None
     n_examples = 0
+    checksums: dict[str, str] = {}
     for name in files:
-        try:
-            with fs.open_input_file(name) as fh:
-                meta = pq.ParquetFile(fh).metadata
-        except (OSError, pa.ArrowInvalid) as err:
-            raise InputError(f"cannot read {name}: {err}") from err
+        rel = posixpath.relpath(name, root)
+        meta = _verify_file(fs, name, shown=f"{path}/{rel}", run_id=run_id,
+                            entry=None if listed is None else listed[rel],
+                            checksums=checksums, rel=rel)
         this = meta.schema.to_arrow_schema()
         n_examples += meta.num_rows
         if schema is None:
@@ -178,6 +427,10 @@ def open_run(path: str) -> RunInfo:
             file_signature = (meta.metadata or {}).get(SIGNATURE_KEY, b"").decode() or None
         elif not this.remove_metadata().equals(schema.remove_metadata()):
             raise InputError(f"{name} has another schema than {files[0]}")
+    if listed is not None and AGGREGATE_NAME in listed:
+        _verify_file(fs, posixpath.join(root, AGGREGATE_NAME), shown=f"{path}/{AGGREGATE_NAME}",
+                     run_id=run_id, entry=listed[AGGREGATE_NAME], checksums=checksums,
+                     rel=AGGREGATE_NAME)
     assert schema is not None  # files is not empty
     text = manifest.get("signature") or file_signature
     if not isinstance(text, str) or not text:
@@ -199,11 +452,10 @@ def open_run(path: str) -> RunInfo:
     if missing:
         raise InputError(f"{path}: the examples have no column {', '.join(map(repr, missing))}",
                          hint=f"they have {', '.join(schema.names)}")
-    run_id = manifest.get("run_id")
     return RunInfo(path=path, root=root, fs=fs, manifest=manifest, signature=signature,
                    run_id=None if run_id is None else str(run_id), id_column=id_column,
                    group_columns=group_columns, schema=schema, files=tuple(files),
-                   n_examples=n_examples)
+                   n_examples=n_examples, checksums=checksums)
 
 
 def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:

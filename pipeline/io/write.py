@@ -21,9 +21,11 @@ reuses it. Layout::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,8 +53,19 @@ def _exists(loc: Location) -> pafs.FileType:
 
 
 def _tmp_name(loc: Location) -> Location:
+    """``.NAME.tmp`` beside ``loc``, with whatever had that name removed first (locally).
+
+    A leftover temporary file is a write cut short; a symlink or hard link there was planted:
+    writing through it would truncate its target. Unlinking removes the name, never the
+    target, so the write below always creates a new file.
+    """
     head, name = posixpath.split(loc.path)
-    return Location(loc.fs, posixpath.join(head, f".{name}.tmp"), loc.uri + ".tmp")
+    tmp = Location(loc.fs, posixpath.join(head, f".{name}.tmp"), loc.uri + ".tmp")
+    if isinstance(loc.fs, pafs.LocalFileSystem) and os.path.lexists(tmp.path) and (
+            os.path.islink(tmp.path) or not os.path.isdir(tmp.path)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp.path)
+    return tmp
 
 
 def write_parquet(table: pa.Table, loc: Location, *,
@@ -96,6 +109,117 @@ def write_text(text: str, loc: Location) -> None:
         loc.fs.move(tmp.path, loc.path)
     except OSError as e:
         raise ExecutionError(f"cannot write {loc.uri}: {e}") from None
+
+
+# The first lines of every HTML file ``overlap report`` writes: a later report replaces only
+# a file that starts so (or a report written before the mark, by its head), never another.
+REPORT_MARK = "<!-- overlap report: this file is replaced by the next report written here -->"
+_REPORT_HEAD = "<!DOCTYPE html>"
+_LEGACY_REPORT_TITLE = "<title>overlap report: "
+
+
+def _is_our_report(head: bytes) -> bool:
+    text = head.decode("utf-8", "replace")
+    return text.startswith(_REPORT_HEAD) and (
+        REPORT_MARK in text or _LEGACY_REPORT_TITLE in text)
+
+
+def write_report_file(html: str, loc: Location, *, output: str) -> None:
+    """Write an HTML report to ``loc``, replacing only a report this package wrote there.
+
+    The text is written to a new hidden file beside ``loc`` (created exclusively, never
+    through a symlink: ``O_EXCL | O_NOFOLLOW`` locally), which is renamed into place; on any
+    failure the temporary file is removed. :data:`REPORT_MARK` is added after the doctype,
+    so that the next report recognises the file as one of ours.
+
+    Args:
+        html: the document (``<!DOCTYPE html>`` first).
+        loc: the file to write.
+        output: the output as the user named it, for messages.
+
+    Raises:
+        OutputExistsError: ``loc`` is a directory, a symlink, or a file that is not a report
+            written by ``overlap report`` (exit 3; nothing is written).
+        ExecutionError: the storage refused the write.
+
+    """
+    if html.startswith(_REPORT_HEAD):
+        html = f"{_REPORT_HEAD}\n{REPORT_MARK}{html[len(_REPORT_HEAD):]}"
+    else:
+        html = f"{REPORT_MARK}\n{html}"
+    data = html.encode("utf-8")
+    local = isinstance(loc.fs, pafs.LocalFileSystem)
+    try:
+        _check_report_destination(loc, output=output, local=local)
+        head, name = posixpath.split(loc.path)
+        tmp = posixpath.join(head, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            if local:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o644)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+            else:
+                with loc.fs.open_output_stream(tmp) as fh:
+                    fh.write(data)
+            _check_report_destination(loc, output=output, local=local)
+            loc.fs.move(tmp, loc.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                loc.fs.delete_file(tmp)
+            raise
+    except OSError as e:
+        raise ExecutionError(f"cannot write {loc.uri}: {e}") from None
+
+
+def check_report_output(loc: Location, *, output: str) -> None:
+    """Refuse, before any work, a report output that :func:`write_report_file` would refuse.
+
+    Raises:
+        OutputExistsError: see :func:`write_report_file`.
+        ExecutionError: the storage cannot be read.
+
+    """
+    try:
+        _check_report_destination(loc, output=output,
+                                  local=isinstance(loc.fs, pafs.LocalFileSystem))
+    except OSError as e:
+        raise ExecutionError(f"cannot read {loc.uri}: {e}") from None
+
+
+def _check_report_destination(loc: Location, *, output: str, local: bool) -> None:
+    if local and os.path.islink(loc.path):
+        raise OutputExistsError(f"output {output} is a symlink; refusing to replace it",
+                                hint="name the file itself, or another --output")
+    kind = _exists(loc)
+    if kind == pafs.FileType.NotFound:
+        return
+    if kind == pafs.FileType.Directory:
+        raise OutputExistsError(f"output {output} is a directory; refusing to replace it",
+                                hint="name a file, e.g. --output report.html")
+    with loc.fs.open_input_stream(loc.path) as fh:
+        head = fh.read(1024)
+    if not _is_our_report(head):
+        raise OutputExistsError(f"output {output} exists and is not a report written by "
+                                "overlap report; refusing to replace it",
+                                hint="choose a new file, or remove this one yourself")
+
+
+def checksum(loc: Location) -> str:
+    """The SHA-256 (hex) of a written file, as the run's manifest records it per file.
+
+    :func:`pipeline.io.runs.open_run` verifies a run's files against it.
+
+    Raises:
+        ExecutionError: the file cannot be read back.
+
+    """
+    from pipeline.io.runs import file_sha256
+
+    try:
+        return file_sha256(loc.fs, loc.path)
+    except OSError as e:
+        raise ExecutionError(f"cannot read back {loc.uri}: {e}") from None
 
 
 def write_json(data: Any, loc: Location) -> None:
@@ -428,6 +552,7 @@ def _sibling_uri(uri: str, name: str) -> str:
     return base.rsplit("/", 1)[0] + "/" + name if "/" in base else name
 
 
-__all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "STATE_FILE",
-           "SUCCESS_FILE", "OutputDir", "check_apart", "read_json", "write_json", "write_parquet",
+__all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "REPORT_MARK",
+           "STATE_FILE", "SUCCESS_FILE", "OutputDir", "check_apart", "check_report_output",
+           "checksum", "read_json", "write_json", "write_parquet", "write_report_file",
            "write_text"]

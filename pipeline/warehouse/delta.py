@@ -13,6 +13,10 @@ the run was looked for: handed only the URI, delta-rs reloads the table, and a c
 commit of the run made in between goes unseen (measured: 12 of 20 races of three
 publishers on a new table wrote a run twice; 0 of 150 with this). For the same reason a
 missing table is first created empty (its own commit, which racing creators share).
+
+The same commit records the run's fingerprint (``overlap.fingerprint`` in the commit info):
+a run id found with another fingerprint is another run, or the run with other labels or
+date, and is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -25,13 +29,16 @@ import pyarrow as pa
 
 from pipeline.errors import ExecutionError, InputError, PipelineError
 from pipeline.warehouse.common import (
+    FINGERPRINT_KEY,
     PARTITION_COLUMN,
     RUN_ID_COLUMN,
+    RUN_ID_KEY,
     TABLES,
     PublishedTable,
     RunTables,
     after_commit,
     check_additive,
+    conflict,
 )
 
 FORMAT = "delta"
@@ -88,30 +95,67 @@ def _rows_of_run(dt: Any, run_id: str) -> int:
     return int(data.count_rows(filter=pc.field(RUN_ID_COLUMN) == run_id))
 
 
-def _publish_one(deltalake: Any, uri: str, rows: pa.Table, run_id: str, table: str,
+def _found(dt: Any, run: RunTables, table: str, uri: str) -> PublishedTable:
+    """The table holds the run id: the same rows (nothing to write), or refuse.
+
+    The fingerprint recorded in the commit that appended the run id is compared with the
+    run's; a commit without one (published before fingerprints) counts as the same run when
+    it holds as many rows as this run would write.
+
+    Raises:
+        RunConflictError: other rows under the run id.
+
+    """
+    recorded = None
+    for commit in dt.history():
+        if commit.get(RUN_ID_KEY) == run.run_id:
+            recorded = commit.get(FINGERPRINT_KEY)
+            break
+    rows = _rows_of_run(dt, run.run_id)
+    where = f"Delta table {uri}"
+    if recorded is not None and recorded != run.fingerprint:
+        raise conflict(where, run, found="another fingerprint")
+    if recorded is None and rows != run.rows(table):
+        raise conflict(where, run, found=f"{rows} rows, not {run.rows(table)}")
+    return PublishedTable(FORMAT, table, uri, rows, False, dt.version())
+
+
+def _check_table(dt: Any, rows: pa.Table, where: str) -> tuple[str, ...]:
+    """The columns an append adds; refuse a table it cannot go into.
+
+    Raises:
+        SchemaChangeError: a column's type differs, or a name differs only in case.
+        InputError: a table partitioned otherwise.
+
+    """
+    current = pa.schema(dt.schema().to_arrow())
+    added = check_additive(current, rows.schema, where=where)
+    if dt.metadata().partition_columns != [PARTITION_COLUMN]:
+        raise InputError(f"{where} is partitioned by "
+                         f"{dt.metadata().partition_columns}, not {PARTITION_COLUMN}")
+    return added
+
+
+def _publish_one(deltalake: Any, uri: str, run: RunTables, table: str,
                  storage_options: dict[str, str] | None) -> PublishedTable:
     from deltalake import CommitProperties, Transaction
 
     where = f"Delta table {uri}"
+    rows, run_id = run.tables[table], run.run_id
     last: Exception | None = None
     for attempt in range(COMMIT_ATTEMPTS):
         dt = _open(deltalake, uri, storage_options) or _create(deltalake, uri, rows.schema,
                                                                 storage_options)
         if dt.transaction_version(run_id) is not None:
-            return PublishedTable(FORMAT, table, uri, _rows_of_run(dt, run_id), False,
-                                  dt.version())
-        current = pa.schema(dt.schema().to_arrow())
-        added = check_additive(current, rows.schema, where=where)
-        if dt.metadata().partition_columns != [PARTITION_COLUMN]:
-            raise InputError(f"{where} is partitioned by "
-                             f"{dt.metadata().partition_columns}, not {PARTITION_COLUMN}")
+            return _found(dt, run, table, uri)
+        added = _check_table(dt, rows, where)
         try:
             deltalake.write_deltalake(  # read snapshot: the version checked above
                 dt, rows, mode="append", schema_mode="merge",
                 partition_by=[PARTITION_COLUMN], storage_options=storage_options,
                 commit_properties=CommitProperties(
                     app_transactions=[Transaction(app_id=run_id, version=TXN_VERSION)],
-                    custom_metadata={"overlap.run_id": run_id}))
+                    custom_metadata={RUN_ID_KEY: run_id, FINGERPRINT_KEY: run.fingerprint}))
         except deltalake.exceptions.CommitFailedError as err:
             # A concurrent commit won (another run, or the same run); look again.
             last = err
@@ -128,13 +172,46 @@ def _publish_one(deltalake: Any, uri: str, rows: pa.Table, run_id: str, table: s
                          f"concurrent writers ({last})")
 
 
+def check_delta(run: RunTables, root: str, *,
+                storage_options: dict[str, str] | None = None) -> None:
+    """Check, without writing, that :func:`publish_delta` can write ``run`` under ``root``.
+
+    ``run`` as :meth:`RunTables.for_format` made it for Delta. Existing tables must take the
+    run's columns, be partitioned by ``run_date``, and hold the run id only with the same
+    rows; missing tables are fine (they are created).
+
+    Raises:
+        SchemaChangeError, InputError, RunConflictError: as :func:`publish_delta`.
+        ExecutionError: deltalake missing, or a table cannot be read.
+
+    """
+    deltalake = _import_deltalake()
+    for name in TABLES:
+        uri = table_uri(root, name)
+        try:
+            dt = _open(deltalake, uri, storage_options)
+            if dt is None:
+                continue
+            if dt.transaction_version(run.run_id) is not None:
+                _found(dt, run, name, uri)
+            else:
+                _check_table(dt, run.tables[name], f"Delta table {uri}")
+        except PipelineError:
+            raise
+        except Exception as err:  # noqa: BLE001 - delta-rs's own errors, as one line
+            raise ExecutionError(f"cannot read Delta table {uri}: "
+                                 f"{type(err).__name__}: {err}") from err
+
+
 def publish_delta(run: RunTables, root: str, *,
                   storage_options: dict[str, str] | None = None) -> list[PublishedTable]:
     """Append a run to the Delta tables ``root/examples`` and ``root/aggregates``.
 
     Creates the tables on first use (partitioned by ``run_date``); adds the run's new
     columns to an existing table. Idempotent per table: a table whose log already holds the
-    run id as a transaction identifier is left alone.
+    run id as a transaction identifier is left alone when the commit that added it records
+    the same fingerprint (:class:`pipeline.warehouse.common.RunTables`), and refused
+    otherwise. Columns are cast for Delta first (:func:`pipeline.warehouse.common.cast_for`).
 
     Args:
         run: the run's rows (:func:`pipeline.warehouse.common.load_run`).
@@ -146,18 +223,19 @@ def publish_delta(run: RunTables, root: str, *,
 
     Raises:
         SchemaChangeError: a column's type differs from the table's.
-        InputError: a table partitioned otherwise.
+        RunConflictError: a table holds the run id with other rows.
+        InputError: a table partitioned otherwise; a column Delta cannot hold.
         ExecutionError: deltalake missing, storage failures, commits lost to concurrent
             writers too often.
 
     """
     deltalake = _import_deltalake()
+    run = run.for_format(FORMAT)
     out = []
     for name in TABLES:
         uri = table_uri(root, name)
         try:
-            out.append(_publish_one(deltalake, uri, run.tables[name], run.run_id, name,
-                                    storage_options))
+            out.append(_publish_one(deltalake, uri, run, name, storage_options))
         except PipelineError:
             raise
         except Exception as err:  # noqa: BLE001 - delta-rs's own errors, as one line
@@ -166,4 +244,4 @@ def publish_delta(run: RunTables, root: str, *,
     return out
 
 
-__all__ = ["publish_delta", "table_uri"]
+__all__ = ["check_delta", "publish_delta", "table_uri"]
