@@ -3,13 +3,16 @@
 Each trial runs ``overlap score`` on the bundled REALSumm data as a process of its own, in a
 session of its own, with its own TMPDIR (every process the run starts inherits it, which is
 how the run's processes are found, and where a local Ray keeps its temp dir), sends one
-signal at a moment drawn in a phase of the run, and checks what a scheduler and a user see:
-exit 130 / 143, exactly one line on stderr (no traceback, no Ray noise), no process of the
-run alive 5 s after the exit, no Ray temp dir left. A signal after the result was printed,
-while the local Ray stops, gives the same exit code and one line, the output complete. The
+signal at a moment drawn in a phase of the run (local Ray: while Ray starts, while it
+reads, checks and scores, while it stops after the result; in-process: during the imports,
+while it scores, after the result), and checks what a scheduler and a user see: exit 130 /
+143, exactly one line on stderr (no traceback, no Ray noise), no process of the run alive
+5 s after the exit, no Ray temp dir left, nothing in $HOME. A signal after the result was
+printed, while the local Ray stops, gives the same exit code and one line, the output
+complete; one that comes as the process exits after its clean-up is ignored (exit 0). The
 score tasks are slowed down (``OVERLAP_FAULTS`` ``delay_s``) so that the run lasts a few
-seconds. Before the fix, 1 in 4-10 such signals on a 1.5M-row local Ray run ended in a
-SIGSEGV (exit -11), and every signal during the stop in a traceback and exit 0.
+seconds. Before the fix this test failed at its first Ray ``stop`` trial (a traceback, exit
+0, the Ray temp dir left); 1 in 4-10 signals on a 1.5M-row local Ray run ended in a SIGSEGV.
 
 The seed of the moments is printed; ``scripts/interrupt_trials.py`` runs the 20-trial
 series on 1.5M rows.
