@@ -83,3 +83,27 @@ def test_an_ignored_sigint_stays_ignored(tmp_path):
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "still here\n"
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 0)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_forked_worker_does_not_take_the_commands_handler(tmp_path, sig, status):
+    """A worker forked by the in-process engine and signalled before it set its own
+    dispositions (the command stopping its workers as they start): SIGTERM ends it, SIGINT
+    is left to the command; before, the inherited handler raised KeyboardInterrupt in
+    Python's after-fork callbacks, a traceback on the command's stderr."""
+    result = _python(f"""
+        import os, signal, sys, time
+        from pipeline.cli import _install_handlers
+        _install_handlers()
+        pid = os.fork()
+        if pid == 0:
+            os.kill(os.getpid(), {int(sig)})
+            time.sleep(0.3)
+            os._exit(0)
+        _, code = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(code))
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{status}\n"
+    assert result.stderr == ""

@@ -26,6 +26,7 @@ class _Signals:
     """The first of SIGINT / SIGTERM the command got (None: none yet)."""
 
     received: int | None = None  # a signal.Signals value
+    pid = 0  # the process whose handlers these are
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -34,6 +35,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     # SystemError), so every clean-up that runs for Ctrl-C runs for SIGTERM too. Later ones
     # are ignored: the clean-up of the first (stopping Ray, the forked workers, releasing the
     # output's lock) runs to its end, and the command ends with the first one's exit code.
+    if os.getpid() != _Signals.pid:
+        # A process forked from the command (the in-process engine's workers) that has not
+        # set its own dispositions yet: act as they will be set (SIGTERM ends it, SIGINT is
+        # left to the command, which stops it). Raised here, the KeyboardInterrupt came out
+        # of Python's after-fork callbacks as a traceback on the command's stderr.
+        if signum == signal.SIGTERM:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        return
     if _Signals.received is not None:
         return
     if _importing(frame):
@@ -84,6 +94,7 @@ def _install_handlers() -> dict[int, Any]:
             signal.signal(s, _on_signal)
     if previous:
         _Signals.received = None
+        _Signals.pid = os.getpid()
     return previous
 
 
