@@ -193,8 +193,10 @@ def score(
             parts = [p for p in ran.parts if p.name is not None]
             agg = aggregate_examples(cfg, runner,
                                      [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts],
-                                     n_examples=sum(p.num_rows for p in parts))
+                                     n_examples=sum(p.num_rows for p in parts),
+                                     group_parts=sum(p.n_groups for p in parts))
             seconds["aggregate"] = time.perf_counter() - t
+            engine.update(runner.store_stats())  # spilled bytes (Ray), before it stops
         except BaseException:
             runner.close()  # now: an interrupted or failed run leaves nothing running
             raise
@@ -300,6 +302,224 @@ def check_run_id(run_id: str) -> str:
         raise ConfigError(f"run id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit")
     return run_id
+
+
+def compare(
+    baseline_dir: str,
+    candidate_dir: str,
+    *,
+    output: str | None = None,
+    measures: Sequence[str] | None = None,
+    band: float | None = None,
+    bands: dict[str, float] | None = None,
+    confidence: float | None = None,
+    n_bootstrap: int | None = None,
+    seed: int | None = None,
+    top: int | None = None,
+    allow_signature_mismatch: bool = False,
+    max_missing: float | None = None,
+    adjust: str | None = None,
+    history: str | None = None,
+    history_window: int | None = None,
+    reference_run: str | None = None,
+) -> Any:
+    """Compare two runs and write ``compare.parquet`` and ``compare.json`` when asked.
+
+    Composition of :func:`pipeline.compare.compare_runs` (see there for every option; None
+    takes its default) and :func:`pipeline.io.runs.write_comparison` (atomic writes).
+
+    Args:
+        baseline_dir: the baseline run (path or URI).
+        candidate_dir: the candidate run.
+        output: a directory to write the two files into (None: nothing written).
+        measures: ``METRIC.MEASURE`` names (None: the primary measures).
+        band: the bands' floor as a fraction of each measure's full scale.
+        bands: floors in each measure's own units, by measure.
+        confidence: interval level; alarms need an adjusted p below ``1 - confidence``.
+        n_bootstrap: resamples.
+        seed: resampling seed.
+        top: moved examples to list.
+        allow_signature_mismatch: compare runs scored differently.
+        max_missing: tolerated fraction of a group's baseline examples missing.
+        adjust: ``holm``, ``bh`` or ``none``.
+        history: a nightly ROOT to learn bands and chart drift from.
+        history_window: nights of history used.
+        reference_run: a run pinning the drift chart's reference level.
+
+    Returns:
+        The :class:`pipeline.compare.RunComparison`.
+
+    Raises:
+        ConfigError: bad settings.
+        InputError: incomplete or unreadable runs or history; the output cannot be written.
+        SignatureMismatchError: runs scored differently for a compared measure.
+
+    """
+    from pipeline.compare import compare_runs
+
+    given: dict[str, Any] = {
+        "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
+        "top": top, "max_missing": max_missing, "adjust": adjust,
+        "history_window": history_window}
+    result = compare_runs(baseline_dir, candidate_dir, measures=measures, bands=bands,
+                          allow_signature_mismatch=allow_signature_mismatch, history=history,
+                          reference_run=reference_run,
+                          **{k: v for k, v in given.items() if v is not None})
+    if output is not None:
+        from pipeline.io.runs import write_comparison
+
+        write_comparison(output, result.to_arrow(), result.to_document())
+    return result
+
+
+@dataclass(frozen=True)
+class NightlyRun:
+    """The result of :func:`nightly`.
+
+    Attributes:
+        exit_code: 0 no alarm (or a first night with nothing to compare with), 1 alarm, else
+            the failing step's code (2 bad usage or input, 3 output held, 4 execution).
+        run_dir: tonight's run directory.
+        compare_dir: where the comparison was written (None: no comparison).
+        baseline: the baseline run directory (None: none found).
+        comparison: the :class:`pipeline.compare.RunComparison` (None: no comparison).
+        error: the error that stopped the night (None: none).
+
+    """
+
+    exit_code: int
+    run_dir: str
+    compare_dir: str | None = None
+    baseline: str | None = None
+    comparison: Any = None
+    error: PipelineError | None = None
+
+
+def nightly(
+    root: str,
+    predictions: str,
+    references: str | None = None,
+    *,
+    run_date: str | None = None,
+    run_id: str | None = None,
+    config: ScoreConfig | None = None,
+    baseline: str | None = None,
+    compare_options: dict[str, Any] | None = None,
+    publish_options: dict[str, Any] | None = None,
+    write_report: bool = False,
+    plot: bool = True,
+    log: Callable[[str], None] = lambda _: None,
+) -> NightlyRun:
+    """One night of the nightly loop: score, publish, compare with history, report.
+
+    1. Score ``predictions`` into ``ROOT/run_date=DATE/run_id=ID`` (a finished run of the
+       same date and id is reused; an interrupted one resumes).
+    2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
+       stops the night.
+    3. The baseline: ``baseline``, else the newest complete run under ROOT dated on or before
+       tonight, other than tonight's (:func:`pipeline.compare.history.last_complete_run`).
+       None: the night ends with 0.
+    4. Compare (:func:`compare` with ``history=ROOT``) into
+       ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
+       and ``delta.png`` unless ``plot`` is False; a plot that fails is only logged).
+    5. With ``write_report``, write ``report.html`` there (:func:`report`, reading that
+       ``compare.json``); a failure is logged, the comparison stands.
+
+    ROOT is a path or URI taken literally (spaces, newlines, globs, a leading ``-``).
+
+    Args:
+        root: the nightly ROOT.
+        predictions: tonight's predictions (file, directory or glob).
+        references: a separate references table, or None.
+        run_date: ``YYYY-MM-DD`` (default: today in UTC).
+        run_id: tonight's run id (default: :func:`new_run_id`).
+        config: scoring settings (default: :class:`ScoreConfig` defaults).
+        baseline: a run to compare with instead of the last complete one.
+        compare_options: keyword options of :func:`compare` (``measures``, ``band``,
+            ``bands``, ``adjust``...), never ``output`` or ``history``.
+        publish_options: keyword options of :func:`publish` (``delta``, ``iceberg``...), or
+            None: not published.
+        write_report: also write the HTML report.
+        plot: also draw ``delta.png``.
+        log: called with each progress line (the CLI prints them on stderr).
+
+    Returns:
+        A :class:`NightlyRun`; errors of a step are returned in it, never raised.
+
+    """
+    run_date = run_date or datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", run_date):
+        err: PipelineError = ConfigError(f"RUN_DATE must be YYYY-MM-DD, got {run_date!r}")
+        return NightlyRun(err.exit_code, "", error=err)
+    try:
+        run_id = check_run_id(run_id or new_run_id())
+    except ConfigError:
+        error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
+                            f"with a letter or digit, got {run_id!r}")
+        return NightlyRun(error.exit_code, "", error=error)
+    from pipeline.compare.history import last_complete_run
+    from pipeline.io.runs import filesystem
+
+    base = root.rstrip("/") or root
+    run_dir = f"{base}/run_date={run_date}/run_id={run_id}"
+    compare_dir = f"{base}/compare/run_date={run_date}/run_id={run_id}"
+    again = f"run again with RUN_DATE={run_date} RUN_ID={run_id}"
+    try:
+        fs, path = filesystem(run_dir)
+        done = fs.get_file_info(f"{path}/_SUCCESS").type.name == "File"
+    except (PipelineError, OSError):
+        done = False
+    if done:
+        log(f"reusing the finished run {run_dir}")
+    else:
+        log(f"scoring into {run_dir}")
+        try:
+            score(predictions, references=references, output=run_dir, config=config,
+                  run_id=run_id)
+        except PipelineError as error:
+            log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison; to "
+                f"resume, {again}")
+            return NightlyRun(error.exit_code, run_dir, error=error)
+    if publish_options is not None:
+        log(f"publishing {run_dir}")
+        try:
+            publish(run_dir, run_date=run_date, **publish_options)
+        except PipelineError as error:
+            log(f"overlap publish failed (exit {error.exit_code}): {error}; run it again to "
+                "complete")
+            return NightlyRun(error.exit_code, run_dir, error=error)
+    if baseline is None:
+        found = last_complete_run(base, run_date=run_date, exclude=run_dir)
+        baseline = None if found is None else found.path
+    if baseline is None:
+        log(f"no earlier successful run under {root}; nothing to compare with")
+        return NightlyRun(0, run_dir)
+    log(f"comparing {run_dir} with {baseline}")
+    try:
+        result = compare(baseline, run_dir, output=compare_dir, history=base,
+                         **(compare_options or {}))
+    except PipelineError as error:
+        log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, {again}")
+        return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, error=error)
+    if plot:
+        try:
+            from pipeline.plots import plot_deltas
+
+            fs, path = filesystem(compare_dir)
+            if fs.type_name == "local":
+                plot_deltas(result.comparison, f"{path}/delta.png")
+        except Exception as error:  # noqa: BLE001 - a picture must not change the verdict
+            log(f"warning: the plot was not drawn: {error}")
+    if write_report:
+        try:
+            report(run_dir, output=f"{compare_dir}/report.html", baseline=baseline,
+                   comparison=f"{compare_dir}/compare.json")
+        except PipelineError as error:
+            log(f"overlap report failed: {error}; the comparison stands")
+    code = 1 if result.alarm else 0
+    log("ALARM: read " + f"{compare_dir}/compare.json and the examples that moved" if code
+        else "no alarm")
+    return NightlyRun(code, run_dir, compare_dir, baseline, result)
 
 
 def publish(
@@ -425,7 +645,8 @@ def explain(
         A :class:`pipeline.explanation.Explanation` (``.to_document()`` is the JSON form).
 
     Raises:
-        ConfigError: texts and a run both given or neither; no reference; bad settings.
+        ConfigError: texts and a run both given or neither; texts without a prediction
+            (None; an empty prediction is ``""``) or without a reference; bad settings.
         InputError: an incomplete run, an id not in the run, texts that cannot be read.
 
     """
@@ -437,9 +658,11 @@ def explain(
              "sentence_split": sentence_split, "max_tokens": max_tokens}
     settings: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if run_dir is None:
-        if example_id is not None or references is None:
+        if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "
-                              "directory and an example id")
+                              "directory and an example id",
+                              hint="give --prediction TEXT with --reference TEXT; an empty "
+                              "prediction is --prediction ''")
         return explain_texts(prediction, list(references), **settings)
     if prediction is not None or references is not None or example_id is None:
         raise ConfigError("explain takes either texts or a run directory with an example id")
@@ -460,7 +683,9 @@ def explain(
     return explain_texts(text, refs, **{**run_settings(run.config), **settings})
 
 
-def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10) -> str:
+def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
+           comparison: str | None = None,
+           compare_options: dict[str, Any] | None = None) -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -474,8 +699,12 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
         output: the HTML file to write (path or URI); an existing file is replaced only when
             it is a report written by ``overlap report`` (see
             :func:`pipeline.io.write.write_report_file`).
-        baseline: a complete baseline run (None: no comparison).
+        baseline: a complete baseline run (None: the comparison's, or no comparison).
         top: moved examples to show, >= 0.
+        comparison: a ``compare.json`` of this run: its verdict, alarms and rows are shown,
+            and its settings used for the rest (the two never disagree).
+        compare_options: without ``comparison``, options of :func:`compare` (``measures``,
+            ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
 
     Returns:
         The output path as given.
@@ -496,6 +725,8 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     if top < 0:
         raise ConfigError(f"top must be >= 0, got {top}")
     check_report_output(locate(output), output=output)
-    text = build_report(run_dir, baseline=baseline, top=top)
+    text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
+                        compare_options={k: v for k, v in (compare_options or {}).items()
+                                         if v is not None})
     write_report_file(text, locate(output), output=output)
     return output

@@ -100,6 +100,14 @@ KERNELS = (
            "Tuple((int64[:,::1], float64[:,::1], int32[::1], float64[::1], int32[::1]))"
            "(int32[::1], int64[::1], int64, int64[::1], int64)",
            ("int32", "int64", int, "int64", int)),
+    # rouge-score's backtracked LCS as position pairs (overlap explain's rougeL and
+    # rougeLsum alignments)
+    Kernel("lcs_alignment", "pipeline.metrics.lcs", "lcs_alignment",
+           "int64[:,::1](int32[::1], int64, int64, int64, int64, int64)",
+           ("int32", int, int, int, int, int)),
+    Kernel("union_lcs_alignment", "pipeline.metrics.lcs", "union_lcs_alignment",
+           "int64[::1](int32[::1], int64, int64[:,::1], int64[:,::1], int64)",
+           ("int32", int, "int64", "int64", int)),
     # ROUGE-1.5.5's skip-bigram and summary-level LCS/WLCS kernels (its n-grams use score_pairs)
     Kernel("skip_bigram_pairs", "pipeline.metrics.skipgram", "skip_bigram_pairs",
            "int64[:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64, boolean, int64)",

@@ -18,7 +18,10 @@ have been since the first version, and ``version`` last. Reference: Post
 
 Comparing: two runs' scores are comparable when their :func:`score_fields` agree: every
 field except those describing the run or its inputs (:data:`NON_SCORE_FIELDS`), so a field a
-new family or setting adds is checked without changing this module.
+new family or setting adds is checked without changing this module. A comparison of some
+measures needs only the fields of their metrics' families to agree
+(:func:`compared_differences`): a metric added to the candidate is a note, a changed stemmer
+for a compared ROUGE measure is refused.
 """
 
 from __future__ import annotations
@@ -133,5 +136,52 @@ def score_differences(baseline: Signature, candidate: Signature) -> list[str]:
     return baseline.differences(candidate, keys=score_fields(baseline, candidate))
 
 
+def _family_fields(metrics: tuple[str, ...], options: tuple[dict[str, Any], ...]
+                   ) -> set[str] | None:
+    from pipeline.errors import ConfigError
+    from pipeline.metrics import registry
+
+    keys: set[str] = set()
+    try:
+        for opts in options or ({},):
+            for metric in metrics:  # one at a time: families of different runs may disagree
+                keys.update(registry.signature_fields((metric,), opts))
+    except ConfigError:
+        return None
+    return keys
+
+
+def compared_differences(baseline: Signature, candidate: Signature, *,
+                         metrics: tuple[str, ...], options: tuple[dict[str, Any], ...] = ()
+                         ) -> tuple[list[str], list[str]]:
+    """Split the differing score fields of two runs by whether the compared metrics use them.
+
+    A differing field is only noted when it is ``metrics`` (the candidate scored a metric
+    more or less) or a field that only the families of metrics *not* compared write (e.g.
+    ``bleu-tok`` when only ROUGE measures are compared); every other differing score field
+    (the compared families' fields, and any field no family claims) refuses.
+
+    Args:
+        baseline: the baseline's signature.
+        candidate: the candidate's signature.
+        metrics: the metrics whose measures are compared.
+        options: the runs' scoring options (manifest configs), for the families' fields.
+
+    Returns:
+        ``(refused, noted)``, each in :func:`score_fields` order.
+
+    """
+    differing = score_differences(baseline, candidate)
+    listed = [m for sig in (baseline, candidate)
+              for m in sig.as_dict().get("metrics", "").split("+") if m]
+    others = tuple(dict.fromkeys(m for m in listed if m not in metrics))
+    mine = _family_fields(tuple(metrics), options)
+    theirs = _family_fields(others, options) if others else set()
+    if mine is None or theirs is None:
+        return differing, []
+    aside = {"metrics"} | (theirs - mine)
+    return [k for k in differing if k not in aside], [k for k in differing if k in aside]
+
+
 __all__ = ["NON_SCORE_FIELDS", "SCORE_FIELDS", "Signature", "build_signature",
-           "score_differences", "score_fields"]
+           "compared_differences", "score_differences", "score_fields"]

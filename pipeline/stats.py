@@ -38,6 +38,7 @@ the same seed gives bit-identical intervals wherever and in whatever order the w
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -111,8 +112,36 @@ def position_hashes(n: int) -> np.ndarray:
     return out
 
 
-def to_grid(values: np.ndarray, *, max_weight: int, out: np.ndarray | None = None
-            ) -> np.ndarray:
+def column_max_abs(values: np.ndarray) -> np.ndarray:
+    """Largest absolute value of each column of a float64 (n, k) matrix -> (k,)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    top = np.zeros(values.shape[1])
+    kernel("column_max_abs")(values, top)
+    return top
+
+
+def grid_scales(n: int, max_abs: np.ndarray, *, max_weight: int) -> np.ndarray:
+    """Each column's exact-summation scale ``2**s_q`` (see :func:`to_grid`).
+
+    Args:
+        n: the rows summed together (a whole scope, though its rows be gridded apart).
+        max_abs: float64 (k,), each column's largest absolute value over those rows.
+        max_weight: the largest weight of one example (8 Poisson, 1 flip).
+
+    Returns:
+        float64 (k,): ``2**s_q``, 1 for an all-zero column.
+
+    """
+    scales = np.ones(len(max_abs))
+    for q in range(len(max_abs)):
+        if max_abs[q] > 0.0:
+            s = 52 - math.ceil(math.log2(max_weight * n * float(max_abs[q])))
+            scales[q] = 2.0 ** min(s, 1000)
+    return scales
+
+
+def to_grid(values: np.ndarray, *, max_weight: int, out: np.ndarray | None = None,
+            scales: np.ndarray | None = None) -> np.ndarray:
     """Round each column to its exact-summation grid, transposed for the resampling kernel.
 
     Column q is rounded (to nearest, ties to even) to multiples of ``2**-s_q``, the largest
@@ -123,6 +152,9 @@ def to_grid(values: np.ndarray, *, max_weight: int, out: np.ndarray | None = Non
         values: float64 (n, k), finite.
         max_weight: the largest weight a resample gives one example (8 Poisson, 1 flip).
         out: float64 (k, n), C-contiguous, to write the grid into (None: a new array).
+        scales: float64 (k,), the scales of :func:`grid_scales` for a scope of which these
+            rows are a part (None: these rows are the scope). Rows of one scope gridded
+            apart with the scope's scales give exactly the sums of the whole.
 
     Returns:
         float64 (k, n), C-contiguous: ``out`` when given.
@@ -130,13 +162,8 @@ def to_grid(values: np.ndarray, *, max_weight: int, out: np.ndarray | None = Non
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
     n, k = values.shape
-    top = np.zeros(k)
-    kernel("column_max_abs")(values, top)
-    scales = np.ones(k)
-    for q in range(k):
-        if top[q] > 0.0:
-            s = 52 - math.ceil(math.log2(max_weight * n * float(top[q])))
-            scales[q] = 2.0 ** min(s, 1000)
+    if scales is None:
+        scales = grid_scales(n, column_max_abs(values), max_weight=max_weight)
     if out is None:
         out = np.empty((k, n))
     kernel("round_transposed")(values, scales, out)
@@ -264,6 +291,70 @@ def exact_mean(values: np.ndarray) -> float:
     return math.fsum(values.tolist()) / len(values)
 
 
+# Rounds of exact_partials before giving up (a float64 sum spans at most 2,098 bits, 53 a round)
+_PARTIAL_ROUNDS = 48
+# Levels of exact_partials' grids (each about 53 - log2(n) bits finer than the one before)
+_GRID_LEVELS = 40
+
+
+def exact_partials(values: np.ndarray) -> list[float]:
+    """Floats whose exact sum is the exact sum of ``values`` (mergeable exact summation).
+
+    ``math.fsum`` of these floats, with those of other parts of the same column, is
+    ``math.fsum`` of all the values: the correctly rounded sum, bit for bit, whatever the
+    parts. The values are split into levels, each rounded to a grid fine enough that its sum
+    is exact in float64 (as in :func:`to_grid`: ``n * max|x| <= 2**52`` grid steps) and the
+    remainder carried to the next, finer level; each level's sum is one partial, usually two
+    or three of them. Where that does not apply (values above ``2**52 / n``, infinities,
+    NaN, or more than 40 levels) the partials are taken with ``math.fsum`` instead
+    (Shewchuk's, the correctly rounded remainder of the ones before, three passes or so).
+
+    Args:
+        values: float64 (n,), C-contiguous or not.
+
+    Returns:
+        The partials, largest first; empty when the sum is exactly 0. A column holding an
+        infinity or NaN gives ``[math.fsum(values)]`` (or the infinity or NaN).
+
+    """
+    rest = np.array(values, dtype=np.float64)  # a copy: worked on in place
+    n = len(rest)
+    partials: list[float] = []
+    if not n:
+        return partials
+    for _ in range(_GRID_LEVELS):
+        top = float(np.max(np.abs(rest)))
+        if top == 0.0:
+            return partials
+        if not math.isfinite(top):
+            break
+        step = 52 - math.ceil(math.log2(n * top))
+        if not 0 <= step <= 1000:  # the scaling below would not be exact
+            break
+        scale = 2.0 ** step
+        level = np.rint(rest * scale) / scale  # multiples of 2**-step: their sum is exact
+        partials.append(float(level.sum()))
+        rest -= level  # exact (Sterbenz: each value and its rounding are within a factor 2)
+    return _fsum_partials(np.array(values, dtype=np.float64))
+
+
+def _fsum_partials(values: np.ndarray) -> list[float]:
+    """:func:`exact_partials` by ``math.fsum``: slower, for any finite or infinite values."""
+    column = np.ascontiguousarray(values, dtype=np.float64).data
+    partials: list[float] = []
+    for _ in range(_PARTIAL_ROUNDS):
+        try:
+            rest = math.fsum(itertools.chain(column, (-p for p in partials)))
+        except (OverflowError, ValueError):
+            return [math.fsum(column)] if not partials else partials
+        if rest == 0.0 or not math.isfinite(rest):
+            if not math.isfinite(rest):
+                return [rest]
+            return partials
+        partials.append(rest)
+    return partials
+
+
 def exact_sums(values: np.ndarray) -> np.ndarray:
     """Correctly rounded column sums (``math.fsum``) of a float64 (n, k) matrix -> (k,)."""
     # the column's buffer (a memoryview) yields its floats without building a list (2x faster)
@@ -325,6 +416,12 @@ def percentile_interval(replicates: np.ndarray, confidence: float
 
     """
     alpha = 1.0 - confidence
+    nan = np.isnan(replicates)
+    whole = nan.all(axis=1)  # resamples without an example: NaN throughout
+    if replicates.shape[1] and not whole.all() and not (nan & ~whole[:, None]).any():
+        # one call for every column: the same values as column by column, faster
+        low, high = np.quantile(replicates[~whole], [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        return low, high
     low = np.full(replicates.shape[1], np.nan)
     high = low.copy()
     for m in range(replicates.shape[1]):
@@ -336,6 +433,7 @@ def percentile_interval(replicates: np.ndarray, confidence: float
 
 
 __all__ = ["BOOTSTRAP_METHOD", "MAX_WEIGHT", "THRESHOLDS", "WEIGHTS", "CorpusScore",
-           "Estimate", "bootstrap", "evaluate", "exact_mean", "exact_sums",
+           "Estimate", "bootstrap", "column_max_abs", "evaluate", "exact_mean", "exact_partials",
+           "exact_sums", "grid_scales",
            "percentile_interval", "point_estimates", "position_hashes", "resample_sums",
            "resample_sums_threaded", "stream_keys", "to_grid"]

@@ -174,6 +174,34 @@ def test_a_corrupt_data_page_behind_a_valid_footer_is_named(tmp_path):
                    f"cannot read {p}: ")
 
 
+@pytest.mark.parametrize("change", ["overwritten in place", "replaced by a rename"])
+def test_an_input_rewritten_after_planning_stops_the_run(tmp_path, monkeypatch, change):
+    # The footers plan the run and manifest.json describes the files by them; before, a
+    # file rewritten between the plan and the read was scored with its new content under
+    # the old file's size (exit 0).
+    import os
+
+    import pipeline.engine as engine
+
+    folder = _shards(tmp_path)
+    shard = folder / "part-1.parquet"
+    plan_it = engine.make_plan
+
+    def make_plan(*args, **kwargs):
+        plan = plan_it(*args, **kwargs)
+        target = shard if change == "overwritten in place" else tmp_path / "new.parquet"
+        write(target, id=["id1", "id9"], prediction=["new text", "more"],
+              references=[["new text"], ["more"]])
+        if target != shard:
+            os.replace(target, shard)
+        return plan
+
+    monkeypatch.setattr(engine, "make_plan", make_plan)
+    out = tmp_path / "out"
+    assert_refused(overlap_score(str(folder), "--output", str(out)), out,
+                   f"predictions: {shard} changed while the run read it", "now ")
+
+
 def test_shards_whose_types_disagree_name_both_files_and_the_column(tmp_path, refs):
     write(tmp_path / "p" / "0.parquet", id=["a"], prediction=["x"])
     write(tmp_path / "p" / "1.parquet", id=["b"], prediction=[7])

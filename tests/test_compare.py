@@ -201,12 +201,15 @@ def test_signature_from_parquet_metadata_when_manifest_lacks_it(tmp_path, scored
     assert run_cli(runs["base"], run).exit_code == 0
 
 
-def test_different_metric_sets_are_a_signature_mismatch(tmp_path, scored, runs):
+def test_different_metric_sets_compare_the_shared_measures_with_a_note(tmp_path, scored, runs):
+    # issue 17: a metric added (or dropped) is a note; the shared measures were scored alike
     fewer = write_run(tmp_path / "fewer", scored, run_id="fewer", metrics=("rouge1", "rougeL"))
-    result = CliRunner().invoke(main, ["compare", str(runs["base"]), str(fewer)])
-    assert result.exit_code == 2 and "metrics:" in result.output
-    allowed = run_cli(runs["base"], fewer, "--allow-signature-mismatch", "--format", "json")
-    assert [f"{r['metric']}.{r['measure']}" for r in json.loads(allowed.stdout)["rows"]] == \
+    result = CliRunner().invoke(main, ["compare", str(runs["base"]), str(fewer),
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert "note: the signatures differ in metrics:" in result.stderr
+    assert "which no compared measure depends on" in result.stderr
+    assert [f"{r['metric']}.{r['measure']}" for r in json.loads(result.stdout)["rows"]] == \
         ["rouge1.fmeasure", "rougeL.fmeasure"]
 
 
@@ -288,11 +291,19 @@ def test_output_files_read_back_with_types(runs, tmp_path):
 
 
 def test_table_output_names_the_alarm_and_shows_texts(runs):
-    result = run_cli(runs["base"], runs["trunc"], "--band", "0.002", "--top", "3")
+    result = run_cli(runs["base"], runs["trunc"], "--band", "0.002", "--top", "3",
+                     "--format", "table")
     assert result.exit_code == 1
     out = result.stdout
-    assert "ALARM: 4 of 4 rows" in out and "3 examples that moved most (rouge1.fmeasure)" in out
-    assert out.count("baseline:  ") == 3 and out.count("candidate: ") == 3
+    assert "ALARM: 4 alarms (4 change, 0 drift, 0 missing)" in out
+    assert "3 examples that moved most (rouge1.fmeasure)" in out
+    # issue 17: a word diff shows where the texts differ (the cut tail), however long they are
+    doc = json.loads(run_cli(runs["base"], runs["trunc"], "--band", "0.002", "--top", "3",
+                             "--format", "json").stdout)
+    for t in doc["top"]:
+        base, cand = t["baseline_prediction"].split(), t["candidate_prediction"].split()
+        assert base[:len(cand)] == cand and len(base) > len(cand)
+        assert f"[-{' '.join(base[len(cand):])}-]" in out
 
 
 def test_plot_is_a_png(runs, tmp_path):
@@ -306,7 +317,8 @@ def test_plot_of_grouped_runs(tmp_path, scored, truncated):
     b = write_run(tmp_path / "b", scored, run_id="b", group_by=["system"])
     c = write_run(tmp_path / "c", truncated[0], run_id="c", group_by=["system"])
     png = tmp_path / "grouped.png"
-    result = run_cli(b, c, "--metric", "rougeL.fmeasure", "--plot", png, "--top", "0")
+    result = run_cli(b, c, "--metric", "rougeL.fmeasure", "--plot", png, "--top", "0",
+                     "--format", "table")
     assert result.exit_code == 0, result.output
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert result.stdout.count("system=") == scored["system"].nunique()

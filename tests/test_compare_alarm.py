@@ -40,7 +40,7 @@ def test_a_missing_group_is_an_alarm_of_its_own(tmp_path, small):
     gone = sorted(small["system"].unique())[1]
     cand = write_run(tmp_path / "c", small[small["system"] != gone], run_id="c",
                      group_by=("system",))
-    result = run_cli(base, cand, "--output", tmp_path / "out")
+    result = run_cli(base, cand, "--output", tmp_path / "out", "--format", "table")
     assert result.exit_code == 1, result.output
     assert "MISSING" in result.stdout and f"system={gone}" in result.stdout
     doc = json.loads((tmp_path / "out" / "compare.json").read_text())
@@ -108,7 +108,8 @@ def test_a_failing_plot_never_masks_the_alarm(tmp_path, small):
                      group_by=("system",))
     result = CliRunner().invoke(main, ["compare", str(base), str(cand), "--output",
                                        str(tmp_path / "out"), "--plot",
-                                       str(tmp_path / "no" / "such" / "dir" / "d.png")])
+                                       str(tmp_path / "no" / "such" / "dir" / "d.png"),
+                                       "--format", "table"])
     assert result.exit_code == 1, result.output
     assert "MISSING" in result.stdout
     assert "warning: the plot was not drawn" in result.stderr

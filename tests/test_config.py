@@ -172,11 +172,12 @@ def test_auto_engine_choice(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not initialized here
     small = SimpleNamespace(prediction_rows=2_000_000)
-    large = SimpleNamespace(prediction_rows=2_000_001)
+    large = SimpleNamespace(prediction_rows=10_000_000_000)
     assert choose_engine(ScoreConfig(), small) == (
-        "local", "auto: 2,000,000 prediction rows <= 2,000,000")
+        "local", "auto: one machine: in-process (2,000,000 prediction rows)")
+    # no size sends a run to a local Ray: in-process memory does not grow with rows
     assert choose_engine(ScoreConfig(), large) == (
-        "ray", "auto: 2,000,001 prediction rows > 2,000,000")
+        "local", "auto: one machine: in-process (10,000,000,000 prediction rows)")
     assert choose_engine(ScoreConfig(address="10.0.0.1:6379"), small) == (
         "ray", "auto: a Ray cluster address is set")
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")

@@ -52,6 +52,64 @@ def test_explanation_counts_equal_the_scorer_statistics(prediction, references, 
                 assert sum(len(s["hits"]) for s in pair.sentences) == pair.matches
 
 
+def _rouge_score_walk(ref: list[str], can: list[str]) -> list[tuple[int, int]]:
+    """rouge-score 0.1.2's ``_backtrack_norec`` on its ``_lcs_table``, both positions kept."""
+    from rouge_score.rouge_scorer import _lcs_table
+
+    t = _lcs_table(ref, can)
+    i, j, out = len(ref), len(can), []
+    while i > 0 and j > 0:
+        if ref[i - 1] == can[j - 1]:
+            out.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif t[i][j - 1] > t[i - 1][j]:
+            j -= 1
+        else:
+            i -= 1
+    return out[::-1]
+
+
+def tokens(longest: int) -> st.SearchStrategy[list[str]]:
+    """Token lists of up to ``longest`` tokens over 1 to 7 distinct words."""
+    return st.integers(0, longest).flatmap(lambda n: st.lists(
+        st.sampled_from("abcdefg"[:1 + n % 7]), min_size=n, max_size=n))
+
+
+# over 64 tokens the bit rows span several words; over ~100 the checkpoints cut blocks
+@settings(max_examples=100, deadline=None)
+@given(ref=tokens(150), can=tokens(150))
+def test_the_compiled_lcs_walk_is_rouge_scores(ref, can):
+    from rouge_score.rouge_scorer import _backtrack_norec, _lcs_table
+
+    from pipeline.explanation import lcs_pairs
+
+    got = lcs_pairs(ref, can)
+    assert got == _rouge_score_walk(ref, can)
+    assert [r for r, _ in got] == _backtrack_norec(_lcs_table(ref, can), ref, can)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ref=st.lists(tokens(30), min_size=1, max_size=4), pred=st.lists(tokens(30), max_size=4))
+def test_the_compiled_union_walk_is_rouge_scores(ref, pred):
+    from pipeline.explanation import _union_pairs
+
+    def bounds(lines):
+        out, at = [], 0
+        for line in lines:
+            out.append((at, at + len(line)))
+            at += len(line)
+        return out
+
+    flat_ref, flat_pred = [t for s in ref for t in s], [t for s in pred for t in s]
+    want = [-1] * len(flat_ref)
+    for rs, re_ in bounds(ref):
+        for ps, pe in bounds(pred):
+            for r, c in _rouge_score_walk(flat_ref[rs:re_], flat_pred[ps:pe]):
+                if want[rs + r] < 0:
+                    want[rs + r] = ps + c
+    assert _union_pairs(flat_ref, bounds(ref), flat_pred, bounds(pred)) == want
+
+
 def test_hand_checked_example():
     # rouge-score's README example: "The quick brown fox jumps over the lazy dog" vs
     # "The quick brown dog jumps on the log.": rouge1 P = R = 6/8? by hand:

@@ -146,6 +146,9 @@ def test_after_an_infrastructure_failure_a_rerun_scores_only_unfinished_partitio
     staged = staging / "run" / "examples"
     inodes = {p.name: p.stat().st_ino for p in staged.iterdir()}
     assert sorted(inodes) == ["part-00000.parquet", "part-00001.parquet"]
+    # every unit's rows are in the exchange files, kept for the rerun (4 + 1 units)
+    assert sorted(p.name for p in (staging / "exchange").iterdir()) == [
+        *(f"predictions-{i:05d}.arrow" for i in range(4)), "references-00000.arrow"]
     run_id = json.loads((staging / "state.json").read_text())["run_id"]
 
     monkeypatch.delenv(ENV_VAR)
@@ -153,6 +156,7 @@ def test_after_an_infrastructure_failure_a_rerun_scores_only_unfinished_partitio
     assert run.run_id == run_id  # the interrupted run's id, so its parts fit
     assert run.manifest["resumed"] is True
     assert run.manifest["stages"] == {
+        "split": {"units_run": 0, "units_reused": 5},  # no input read again
         "check": {"partitions_run": 0, "partitions_reused": 4},
         "score": {"partitions_run": 2, "partitions_reused": 2}}
     for name, inode in inodes.items():  # moved into place, not rewritten
@@ -224,8 +228,7 @@ def test_a_crash_after_the_last_partition_resumes_without_reading_any_input(
     def no_reading(*args):
         raise AssertionError("an input was read")
 
-    monkeypatch.setattr(engine_run, "split_unit", no_reading)
-    monkeypatch.setattr(engine_run, "read_unit", no_reading)
+    monkeypatch.setattr(engine_run, "exchange_unit", no_reading)
     run = score(PREDS, references=REFS, output=str(tmp_path / "run"), config=cfg)
     assert run.manifest["stages"]["score"] == {"partitions_run": 0, "partitions_reused": 4}
     assert run.manifest["counts"]["examples_scored"] == 2500
@@ -309,7 +312,8 @@ def test_a_killed_driver_is_resumed_redoing_only_unfinished_partitions(clean_run
         assert again.returncode == 0, again.stderr
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["run_id"] == run_id and manifest["resumed"] is True
-        assert manifest["stages"] == {
+        assert manifest["stages"]["split"]["units_run"] == 0  # exchange files reused
+        assert {k: manifest["stages"][k] for k in ("check", "score")} == {
             "check": {"partitions_run": 0, "partitions_reused": 4},
             "score": {"partitions_run": 4 - len(done), "partitions_reused": len(done)}}
         for name, inode in inodes.items():  # the finished partitions were not redone

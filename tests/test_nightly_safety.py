@@ -45,7 +45,7 @@ def test_a_root_with_glob_characters_finds_its_baseline_and_a_rerun_resumes(tmp_
     assert "nothing to compare with" in first.stderr
     # night 2: the comparison fails (a bad option), after the score finished
     second = _night(root, predictions, date="2025-01-02", run_id="n2",
-                    compare_args="--no-such-option")
+                    compare_args="--metric nosuch.fmeasure")
     assert second.returncode == 2, second.stderr
     assert f"comparing {root}/run_date=2025-01-02/run_id=n2 with {root}/run_date=2025-01-01/" \
            "run_id=n1" in second.stderr

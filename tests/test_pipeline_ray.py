@@ -131,6 +131,8 @@ def test_stdout_summary_and_manifest(ray_run):
     assert "bart_out" in stdout and "(all)" in stdout and f"output: {out}" in stdout
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["engine"]["engine"] == "ray"
+    assert manifest["stages"]["split"]["units_run"] == manifest["counts"]["prediction_units"] \
+        + manifest["counts"]["reference_units"]
     assert manifest["counts"]["partitions"] == 4
     assert manifest["signature"].endswith(f"version:{pipeline.__version__}")
 
@@ -162,7 +164,7 @@ def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(ray_ru
     assert "(in-process)" in proc.stdout.splitlines()[0]
     engine = json.loads((tmp_path / "auto" / "manifest.json").read_text())["engine"]
     assert engine["engine"] == "local" and engine["requested"] == "auto"
-    assert engine["reason"] == "auto: 2,500 prediction rows <= 2,000,000"
+    assert engine["reason"] == "auto: one machine: in-process (2,500 prediction rows)"
     names = sorted(p.name for p in (out / "examples").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "auto" / "examples").iterdir())
     for name in names:
@@ -208,23 +210,34 @@ def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
         assert "unilm_out_v2" in proc.stdout
         assert sorted(os.listdir(tmp)) == ["runs"]  # Ray's temp dir is gone
         assert (Path(tmp) / "runs" / "realsumm" / "_SUCCESS").exists()
+        manifest = json.loads((Path(tmp) / "runs" / "realsumm" / "manifest.json").read_text())
+        assert manifest["engine"]["spilled_bytes"] == 0  # its object store holds no text
         assert had_token or not TOKEN.exists()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_bootstrap_spread_over_ray_workers_gives_the_same_intervals(ray_run, monkeypatch):
+def test_aggregate_from_per_file_sums_on_ray_workers_equals_one_aggregate_of_all_rows(
+        ray_run):
+    """Tasks on Ray workers return each file's sums and share of the bootstrap; the driver
+    only adds them: the table equals aggregate() of every row at once, bit for bit."""
+    from pipeline.aggregate import aggregate
     from pipeline.engine import run as engine_run
     from pipeline.engine.ray_runner import RayRunner
     from pipeline.io.files import locate
 
     out, _, _ = ray_run
-    files = [locate(str(p)) for p in sorted((out / "examples").iterdir())]
+    paths = sorted((out / "examples").iterdir())
+    files = [locate(str(p)) for p in paths]
     cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rougeL", "fmeasure", 0.3),))
-    monkeypatch.setattr(engine_run, "spreads_bootstrap", lambda runner, draws: True)
     runner = RayRunner()  # reuses the session's instance
     try:
-        spread = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
+        merged = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
     finally:
         runner.close()
-    assert spread.equals(pq.read_table(out / "aggregate.parquet").replace_schema_metadata())
+    rows = pa.concat_tables(pq.read_table(p) for p in paths)
+    whole = aggregate(rows, metrics=cfg.metrics, group_by=cfg.group_by,
+                      thresholds=cfg.thresholds, n_bootstrap=cfg.bootstrap, seed=cfg.seed,
+                      id_column=cfg.id_column)
+    assert merged.num_rows == 13 * 25
+    assert merged.equals(whole)

@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -128,7 +129,7 @@ def test_group_values_are_data_never_paths(tmp_path):
 
 def test_nightly_refuses_a_run_id_that_is_not_a_plain_name(tmp_path):
     env = {**os.environ, "RUN_ID": "../../escaped", "RUN_DATE": "2025-01-01",
-           "OVERLAP": "false"}
+           "OVERLAP": f"{sys.executable} -m pipeline.cli", "PYTHONPATH": str(ROOT)}
     result = subprocess.run(["bash", str(ROOT / "scripts" / "nightly.sh"),
                              str(tmp_path / "root"), str(tmp_path / "p.parquet")],
                             env=env, capture_output=True, text=True, timeout=60)

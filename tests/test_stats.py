@@ -96,3 +96,24 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="multiple of 4"):
         stats.resample_sums(np.zeros((1, 2)), np.zeros(2, dtype=np.uint64),
                             weights="poisson", first=2, count=4)
+
+
+def test_percentile_interval_of_all_columns_at_once_equals_column_by_column():
+    from pipeline.stats import percentile_interval
+
+    rng = np.random.default_rng(4)
+    for trial in range(200):
+        reps = rng.random((int(rng.integers(1, 1100)), int(rng.integers(1, 17))))
+        if trial % 3 == 0:
+            reps = np.round(reps, 2)  # ties
+        if trial % 4 == 1:
+            reps[rng.random(len(reps)) < 0.1] = np.nan  # resamples without an example
+        if trial % 5 == 2:
+            reps[0, 0] = np.nan  # one value alone
+        conf = [0.95, 0.9, 0.5][trial % 3]
+        low, high = percentile_interval(reps, conf)
+        for m in range(reps.shape[1]):
+            col = reps[:, m][~np.isnan(reps[:, m])]
+            want = np.quantile(col, [(1 - conf) / 2, (1 + conf) / 2]) if len(col) \
+                else [np.nan, np.nan]
+            np.testing.assert_array_equal([low[m], high[m]], want)

@@ -121,6 +121,7 @@ def _stop_local_rays(before: list[Any]) -> None:
 # Each command's module, imported only when that command runs (or help lists it), so that
 # `overlap score` does not pay for compare's, publish's or report's imports.
 _COMMANDS = {"compare": "pipeline.cli.compare", "explain": "pipeline.cli.explain",
+             "nightly": "pipeline.cli.nightly",
              "publish": "pipeline.cli.publish", "report": "pipeline.cli.report",
              "score": "pipeline.cli.score", "signature": "pipeline.cli.score"}
 

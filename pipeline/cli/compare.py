@@ -37,6 +37,18 @@ def safe(text: Any) -> str:
     return "".join(out)
 
 
+def safe_json(document: Any) -> str:
+    """``document`` as indented JSON whose strings escape control and format characters.
+
+    ``ensure_ascii=False`` keeps letters readable; the characters :func:`safe` escapes
+    (U+202E and the other Cc/Cf characters, U+200D kept) are written as ``\\uXXXX`` escapes,
+    so the JSON means the same and a terminal showing it is not turned around.
+    """
+    text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)
+    return "".join(json.dumps(ch)[1:-1] if unicodedata.category(ch) in ("Cc", "Cf")
+                   and ch not in "\u200d\n" else ch for ch in text)
+
+
 def _num(value: Any, spec: str) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
@@ -61,11 +73,45 @@ def _grid(header: list[str], rows: list[list[str]], right: set[int]) -> list[str
     return [line(header)] + [line(r) for r in rows]
 
 
-def format_table(doc: dict[str, Any]) -> str:
-    """Render a comparison document (``RunComparison.to_document()``) as readable text.
+def _name(r: dict[str, Any]) -> str:
+    suffix = " (corpus)" if r.get("statistic") == "corpus" else ""
+    return f"{r['metric']}.{r['measure']}{suffix}"
 
-    Data from the runs (paths, group values, ids, texts) is escaped with :func:`safe`.
-    """
+
+def alarm_lines(doc: dict[str, Any]) -> list[str]:
+    """The verdict, then one line per alarm of ``doc["alarms"]``, in its order."""
+    alarms = doc.get("alarms") or []
+    if not alarms:
+        return ["no alarm"]
+    rows = {(r["group"], r["metric"], r["measure"]): r for r in doc["rows"]}
+    by_group = {r["group"]: r for r in doc["rows"]}
+    out = [f"ALARM: {len(alarms)} alarm{'s' if len(alarms) > 1 else ''} "
+           f"({sum(a['kind'] == 'change' for a in alarms)} change, "
+           f"{sum(a['kind'] == 'drift' for a in alarms)} drift, "
+           f"{sum(a['kind'] == 'missing' for a in alarms)} missing)"]
+    for a in alarms:
+        if a["kind"] == "missing":
+            r = by_group[a["group"]]
+            lost, paired = r["n_baseline_only"], r["n_paired"]
+            out.append(f"  missing  {safe(a['group'])}: {lost} of {paired + lost} baseline "
+                       "examples have no candidate")
+            continue
+        r = rows[(a["group"], a["metric"], a["measure"])]
+        if a["kind"] == "change":
+            out.append(f"  change   {safe(a['group'])} {_name(r)}: {r['delta']:+.4f} "
+                       f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}], "
+                       f"p adjusted {_num(r.get('p_adjusted'), '.3g')}, beyond the "
+                       f"{r.get('band_source', 'static')} band {r['band']:.4g}")
+        else:
+            out.append(f"  drift    {safe(a['group'])} {_name(r)}: drifting "
+                       f"{'up' if r['drift_statistic'] > 0 else 'down'} over the last nights "
+                       f"(chart {r['drift_statistic']:+.2f}, p adjusted "
+                       f"{_num(r.get('drift_p'), '.3g')}); tonight "
+                       f"{_num(r['candidate_mean'], '.4f')}")
+    return out
+
+
+def _header(doc: dict[str, Any]) -> list[str]:
     s = doc["settings"]
     p = doc["pairing"]
     level = f"{s['confidence']:.0%}"
@@ -80,55 +126,59 @@ def format_table(doc: dict[str, Any]) -> str:
     if doc["signature_differences"]:
         out.append(f"           candidate differs in {', '.join(doc['signature_differences'])}"
                    f" (allowed): {safe(doc['candidate']['signature'])}")
+    history = doc.get("history")
+    if history:
+        nights = history["nights"]
+        span = f", {nights[0]['run_date']} to {nights[-1]['run_date']}" if nights else ""
+        out.append(f"history    {safe(history['source'])}: {len(nights)} of the last "
+                   f"{history['window']} nights{span}")
     out += [
         f"paired     {p['n_paired']} examples on {safe(key)}; {p['n_baseline_only']} only in "
         f"the baseline, {p['n_candidate_only']} only in the candidate",
         f"method     delta = candidate - baseline (of means; of corpus scores for corpus "
         f"measures); {level} paired bootstrap interval ({s['n_bootstrap']} resamples, seed "
-        f"{s['seed']}); p: paired approximate randomization; mde: smallest change seen with "
-        f"80% power; alarm: interval excludes 0 and |delta| > {s['band']:g}; missing: a "
-        f"baseline group absent, or more than {s['max_missing']:.0%} of its examples",
-        "",
+        f"{s['seed']}); p: paired approximate randomization ({s.get('n_trials')} trials), "
+        f"adjusted across the {len(doc['rows'])} rows ({s.get('adjust')}); alarm: adjusted "
+        f"p < {1 - s['confidence']:.2g} and |delta| > band; missing: a baseline group absent, "
+        f"or more than {s['max_missing']:.0%} of its examples",
     ]
+    return out
+
+
+def _table(doc: dict[str, Any]) -> list[str]:
+    level = f"{doc['settings']['confidence']:.0%}"
     header = ["group", "measure", "n", "baseline", "candidate", "delta", f"{level} interval",
-              "p", "mde", "only b/c", "alarm"]
+              "p", "p adj", "band", "mde", "only b/c", "alarm"]
 
     def state(r: dict[str, Any]) -> str:
-        flags = (["ALARM"] if r["alarm"] else []) + (["MISSING"] if r["missing"] else [])
+        flags = ((["ALARM"] if r["alarm"] else []) + (["MISSING"] if r["missing"] else [])
+                 + (["DRIFT"] if r.get("drift") else []))
         return " ".join(flags) or "-"
 
-    def name(r: dict[str, Any]) -> str:
-        suffix = " (corpus)" if r.get("statistic") == "corpus" else ""
-        return f"{r['metric']}.{r['measure']}{suffix}"
-
-    rows = [[safe(r["group"]), name(r), str(r["n_paired"]),
+    source = {"static": "", "learned": " L", "floor": " F"}
+    rows = [[safe(r["group"]), _name(r), str(r["n_paired"]),
              _num(r["baseline_mean"], ".4f"), _num(r["candidate_mean"], ".4f"),
              _num(r["delta"], "+.4f"),
              f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
-             _num(r["p_value"], ".3f"), _num(r.get("mde"), ".4f"),
+             _num(r["p_value"], ".3f"), _num(r.get("p_adjusted"), ".3f"),
+             _num(r.get("band"), ".4g") + source.get(r.get("band_source") or "", ""),
+             _num(r.get("mde"), ".4f"),
              f"{r['n_baseline_only']}/{r['n_candidate_only']}", state(r)] for r in doc["rows"]]
-    out += _grid(header, rows, right={2, 3, 4, 5, 7, 8, 9})
-    alarms = [r for r in doc["rows"] if r["alarm"]]
-    missing = list(dict.fromkeys((r["group"], r["n_paired"], r["n_baseline_only"])
-                                 for r in doc["rows"] if r["missing"]))
-    out.append("")
-    if alarms:
-        out.append(f"ALARM: {len(alarms)} of {len(doc['rows'])} rows moved beyond the band:")
-        out += [f"  {safe(r['group'])} {name(r)}: {r['delta']:+.4f} "
-                f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]" for r in alarms]
-    if missing:
-        out.append(f"MISSING: {len(missing)} group(s) lost baseline examples in the candidate:")
-        out += [f"  {safe(g)}: {lost} of {paired + lost} baseline examples missing"
-                for g, paired, lost in missing]
-    if not alarms and not missing:
-        seen = [f"{name(r)} {max(r['mde'], s['band']):.4f}" for r in doc["rows"]
-                if r["group"] == "all" and r.get("mde") is not None]
-        out.append("no alarm" + (f"; the smallest change it could have seen (80% power, "
-                                 f"band included): {', '.join(seen)}" if seen else ""))
+    return _grid(header, rows, right={2, 3, 4, 5, 7, 8, 9, 10, 11}) + [
+        "band: L learned from the history, F its floor, else static"]
+
+
+def _moved(doc: dict[str, Any]) -> list[str]:
+    from pipeline.compare.textdiff import render_word_diff, word_diff
+
+    s = doc["settings"]
+    p = doc["pairing"]
+    out: list[str] = []
     if doc["top"]:
         ranked = doc["top"][0]["measure"]
         keys = [p["id_column"], *p["group_columns"]]
-        out += ["", f"{len(doc['top'])} examples that moved most ({ranked}):"]
+        out += ["", f"{len(doc['top'])} examples that moved most ({ranked}); "
+                    "[-baseline only-] {+candidate only+}:"]
         lines = _grid(["#", *(safe(k) for k in keys), "baseline", "candidate", "delta"],
                       [[str(i + 1), *(safe(t[k]) for k in keys), _num(t["baseline"], ".4f"),
                         _num(t["candidate"], ".4f"), _num(t["delta"], "+.4f")]
@@ -137,13 +187,68 @@ def format_table(doc: dict[str, Any]) -> str:
         out.append(lines[0])
         for line, t in zip(lines[1:], doc["top"], strict=True):
             out.append(line)
-            if t.get("baseline_prediction") is not None or \
-                    t.get("candidate_prediction") is not None:
-                out.append(f"      baseline:  {_clip(t.get('baseline_prediction'))}")
-                out.append(f"      candidate: {_clip(t.get('candidate_prediction'))}")
+            a, b = t.get("baseline_prediction"), t.get("candidate_prediction")
+            if a is not None and b is not None:
+                out.append(f"      {safe(render_word_diff(word_diff(a, b)))}")
+            elif a is not None or b is not None:
+                out.append(f"      baseline:  {_clip(a)}")
+                out.append(f"      candidate: {_clip(b)}")
     elif s.get("top"):
         out += ["", f"no example's {s['measures'][0]} changed"]
+    return out
+
+
+def format_table(doc: dict[str, Any], *, mode: str = "table") -> str:
+    """Render a comparison document (``RunComparison.to_document()``) as readable text.
+
+    The verdict and the alarms first (one line each), the band used per measure, then the
+    header; ``mode="table"`` adds the full table of rows, ``"summary"`` leaves it out,
+    ``"alarms"`` prints the verdict and alarms only. Then the examples that moved most, each
+    with a word diff of the two predictions. Data from the runs (paths, group values, ids,
+    texts) is escaped with :func:`safe`.
+    """
+    out = alarm_lines(doc)
+    if mode == "alarms":
+        return "\n".join(out)
+    out += list(doc.get("bands") or [])
+    out += ["", *_header(doc)]
+    if mode == "table":
+        out += ["", *_table(doc)]
+    if not doc.get("alarms"):
+        s = doc["settings"]
+        seen = [f"{_name(r)} {max(r['mde'], r.get('band', s['band'])):.4f}"
+                for r in doc["rows"] if r["group"] == "all" and r.get("mde") is not None]
+        if seen:
+            out += ["", "the smallest change it could have seen (80% power, band included): "
+                    + ", ".join(seen)]
+    out += _moved(doc)
     return "\n".join(out)
+
+
+def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
+    """Parse ``--band`` values.
+
+    A bare number (a fraction of every measure's scale) and/or ``METRIC.MEASURE=VALUE``
+    items (in that measure's units), comma-separated or repeated.
+
+    Raises:
+        click.BadParameter: a value that is neither.
+
+    """
+    default: float | None = None
+    per: dict[str, float] = {}
+    for item in _split(values):
+        name, sep, value = item.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{item!r} is not a number nor METRIC.MEASURE=NUMBER",
+                                     param_hint="--band") from None
+        if sep:
+            per[name.strip()] = number
+        else:
+            default = number
+    return default, per
 
 
 @main.command("compare")
@@ -151,14 +256,31 @@ def format_table(doc: dict[str, Any]) -> str:
 @click.argument("candidate_dir")
 @click.option("--metric", "metrics", multiple=True, metavar="METRIC.MEASURE",
               help="Measure to compare, e.g. rougeL.fmeasure (repeatable or comma-separated). "
-                   "Default: every fmeasure present in both runs.")
-@click.option("--band", type=float, default=cmp.DEFAULT_BAND, show_default=True,
-              help="Tolerated absolute change of a mean score (score units, 0..1); the alarm "
-                   "needs |delta| > band.")
+                   "Default: the primary measure of every metric present in both runs.")
+@click.option("--band", "band_values", multiple=True, metavar="[METRIC.MEASURE=]VALUE",
+              help="The band's floor: a bare number is a fraction of each measure's full "
+                   "scale (0.01: 0.01 for ROUGE on 0..1, 1.0 for BLEU on 0..100); "
+                   "METRIC.MEASURE=VALUE sets one measure's, in its units (repeatable). "
+                   "With --history the band is learned and never below it.  [default: 0.01]")
+@click.option("--history", metavar="ROOT", default=None,
+              help="Learn each row's band and chart drift from the complete runs under this "
+                   "nightly ROOT (run_date=/run_id= layout) dated on or before the candidate.")
+@click.option("--history-window", type=click.IntRange(min=1),
+              default=cmp.DEFAULT_HISTORY_WINDOW, show_default=True, metavar="N",
+              help="Use the last N nights of the history.")
+@click.option("--reference-run", metavar="RUN_DIR", default=None,
+              help="Pin the drift chart's reference level to this run's values (default: the "
+                   "history's own level). Needs --history.")
+@click.option("--adjust", type=click.Choice(list(cmp.ADJUST_METHODS)),
+              default=cmp.DEFAULT_ADJUST, show_default=True,
+              help="Adjust p-values across all rows: holm (any false alarm at most "
+                   "1 - confidence), bh (false discovery rate) or none.")
 @click.option("--confidence", type=float, default=cmp.DEFAULT_CONFIDENCE, show_default=True,
-              help="Level of the delta's paired bootstrap interval, in (0, 1).")
+              help="Level of the delta's paired bootstrap interval, in (0, 1); alarms need an "
+                   "adjusted p below 1 - confidence.")
 @click.option("--n-bootstrap", type=int, default=cmp.DEFAULT_N_BOOTSTRAP, show_default=True,
-              help="Bootstrap resamples (and approximate randomization trials).")
+              help="Bootstrap resamples (and at least as many approximate randomization "
+                   "trials).")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=cmp.DEFAULT_SEED,
               show_default=True, help="Seed of the resampling (counter-based, see README).")
 @click.option("--max-missing", type=click.FloatRange(0.0, 1.0), default=cmp.DEFAULT_MAX_MISSING,
@@ -172,37 +294,49 @@ def format_table(doc: dict[str, Any]) -> str:
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Write a PNG of the per-example deltas with the mean and its interval.")
 @click.option("--allow-signature-mismatch", is_flag=True,
-              help="Compare runs scored with different settings (tokenizer, stemmer, metrics, "
-                   "case, multi-reference rule).")
-@click.option("--format", "output_format", type=click.Choice(["table", "json"]),
-              default="table", show_default=True, help="What to print on stdout.")
+              help="Compare runs scored with different settings for a compared measure "
+                   "(tokenizer, stemmer, case, multi-reference rule...).")
+@click.option("--format", "output_format",
+              type=click.Choice(["summary", "table", "alarms", "json"]), default="summary",
+              show_default=True,
+              help="stdout: summary (verdict, one line per alarm, header, moved examples), "
+                   "table (the same with every row), alarms (verdict and alarms only), json "
+                   "(the compare.json document).")
 @click.pass_context
 def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
-                    metrics: tuple[str, ...], band: float, confidence: float, n_bootstrap: int,
+                    metrics: tuple[str, ...], band_values: tuple[str, ...],
+                    history: str | None, history_window: int, reference_run: str | None,
+                    adjust: str, confidence: float, n_bootstrap: int,
                     seed: int, max_missing: float, top: int, output: str | None,
                     plot: str | None, allow_signature_mismatch: bool,
                     output_format: str) -> None:
     """Compare CANDIDATE_DIR against BASELINE_DIR (two `overlap score` outputs).
 
-    Pairs examples by id (and group columns), and per measure and group prints the values,
-    the delta, its paired bootstrap interval, an approximate randomization p-value and the
-    minimal detectable effect. Alarms when an interval excludes 0 and |delta| > --band, in
-    either direction, or when a baseline group lost more than --max-missing of its examples.
+    Pairs examples by id (and group columns), and per measure and group computes the values,
+    the delta, its paired bootstrap interval, an approximate randomization p-value adjusted
+    across all rows (--adjust) and the minimal detectable effect. A change alarms when the
+    adjusted p < 1 - confidence and |delta| > the row's band (learned from --history when
+    it has enough nights, never below --band); a drift alarms when the history's control
+    chart passes its limit; a group that lost more than --max-missing of its baseline
+    examples alarms as missing. The verdict and alarms are printed first.
 
-    Exit codes: 0 no alarm, 1 alarm (change or missing examples; a failed --plot is only a
-    warning), 2 bad usage or input (including differing signatures).
+    Exit codes: 0 no alarm, 1 alarm (change, drift or missing examples; a failed --plot is
+    only a warning), 2 bad usage or input (including differing signatures).
     """
+    from pipeline import api
+
+    band, bands = parse_bands(band_values)
     try:
-        result = cmp.compare_runs(
-            baseline_dir, candidate_dir, measures=_split(metrics) or None, band=band,
-            confidence=confidence, n_bootstrap=n_bootstrap, seed=seed, top=top,
-            allow_signature_mismatch=allow_signature_mismatch, max_missing=max_missing)
+        result = api.compare(
+            baseline_dir, candidate_dir, output=output, measures=_split(metrics) or None,
+            band=band, bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
+            top=top, allow_signature_mismatch=allow_signature_mismatch,
+            max_missing=max_missing, adjust=adjust, history=history,
+            history_window=history_window, reference_run=reference_run)
         doc = result.to_document()
         if output:
-            from pipeline.io.runs import write_comparison
-
-            written = write_comparison(output, result.to_arrow(), doc)
-            click.echo(f"wrote {safe(written[0])} and {safe(written[1])}", err=True)
+            click.echo(f"wrote {safe(output.rstrip('/'))}/compare.parquet and "
+                       f"{safe(output.rstrip('/'))}/compare.json", err=True)
     except PipelineError as err:
         click.echo(f"Error: {safe(err)}", err=True)
         ctx.exit(err.exit_code)
@@ -212,9 +346,9 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
         click.echo(f"warning: signatures differ in {', '.join(result.signature_differences)}; "
                    "compared anyway (--allow-signature-mismatch)", err=True)
     if output_format == "json":
-        click.echo(json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False))
+        click.echo(safe_json(doc))
     else:
-        click.echo(format_table(doc))
+        click.echo(format_table(doc, mode=output_format))
     if plot:
         # after the result is printed and written: a failed plot never hides an alarm
         try:

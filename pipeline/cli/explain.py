@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import unicodedata
+from typing import Any
 
 import click
 
 from pipeline.cli import main
+from pipeline.cli.compare import safe
 from pipeline.cli.score import _Choice, one_line
 from pipeline.errors import PipelineError
 from pipeline.metrics.rouge import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
@@ -69,6 +72,21 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
         click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)
     if output_format == "json":
-        click.echo(json.dumps(explanation.to_document(), indent=2, ensure_ascii=False))
+        click.echo(escaped_json(explanation.to_document()))
     else:
-        click.echo(format_explanation(explanation))
+        click.echo("\n".join(safe(line) for line in format_explanation(explanation).split("\n")))
+
+
+def escaped_json(document: Any) -> str:
+    """The document as indented JSON, control and bidirectional-format characters escaped.
+
+    As the text tables (:func:`pipeline.cli.compare.safe`) do, every character of Unicode
+    category Cc or Cf but the zero-width joiner is written as its JSON escape
+    (``\\u202e``), so that a right-to-left override or an escape sequence in a text
+    cannot act on the terminal; the JSON decodes to the same strings. Other characters
+    are kept as they are (no ``\\u`` for accents or CJK).
+    """
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    return "".join(json.dumps(ch)[1:-1]
+                   if ch != "\n" and ch != "\u200d" and unicodedata.category(ch) in ("Cc", "Cf")
+                   else ch for ch in text)

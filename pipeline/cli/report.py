@@ -18,16 +18,35 @@ from pipeline.errors import PipelineError
               help="The HTML file to write (an existing file only if it is an earlier report).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Examples that moved most to show (with --baseline).")
+@click.option("--comparison", metavar="COMPARE.json", default=None,
+              help="Show this comparison of RUN_DIR (overlap compare --output): its verdict, "
+                   "alarms and settings; the baseline is its own unless --baseline is given.")
+@click.option("--metric", "metrics", multiple=True, metavar="METRIC.MEASURE",
+              help="As overlap compare (without --comparison).")
+@click.option("--band", "band_values", multiple=True, metavar="[METRIC.MEASURE=]VALUE",
+              help="As overlap compare (without --comparison).")
+@click.option("--confidence", type=float, default=None, help="As overlap compare.")
+@click.option("--adjust", type=click.Choice(["holm", "bh", "none"]), default=None,
+              help="As overlap compare.")
+@click.option("--history", metavar="ROOT", default=None,
+              help="As overlap compare; also draws the nightly trend of each measure.")
+@click.option("--history-window", type=click.IntRange(min=1), default=None, metavar="N",
+              help="As overlap compare.")
 @click.pass_context
 def report_command(ctx: click.Context, run_dir: str, baseline: str | None, output: str,
-                   top: int) -> None:
+                   top: int, comparison: str | None, metrics: tuple[str, ...],
+                   band_values: tuple[str, ...], confidence: float | None,
+                   adjust: str | None, history: str | None,
+                   history_window: int | None) -> None:
     """Write one self-contained HTML file about RUN_DIR (no request made when it is opened).
 
-    Shows the run's signature, counts and notes, per metric and group the mean with its
-    interval, and a histogram of the per-example values of each measure; with --baseline,
-    the compare table with alarms highlighted, the distribution of per-example deltas and
-    the examples that moved most, with the matched words marked. Readable without
-    JavaScript, and printable.
+    The verdict and alarms first (those of --comparison, or of the compare options given
+    here, as overlap compare would print them), then the run's signature, counts and notes,
+    per metric and group the mean with its interval, and a histogram of the per-example
+    values of each measure; with --baseline (or --comparison), the compare table with
+    alarms highlighted, the distribution of per-example deltas and the examples that moved
+    most, with the matched words marked and a word diff; with --history, the nightly trend
+    of each measure. Readable without JavaScript, and printable.
 
     An existing FILE.html is replaced only when it is a report written by overlap report.
 
@@ -36,9 +55,19 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
     4 the file cannot be written.
     """
     from pipeline import api
+    from pipeline.cli.compare import parse_bands
 
+    band, bands = parse_bands(band_values)
+    options = {"measures": [m.strip() for v in metrics for m in v.split(",") if m.strip()]
+               or None, "band": band, "bands": bands or None, "confidence": confidence,
+               "adjust": adjust, "history": history, "history_window": history_window}
+    if comparison is not None and any(v is not None for v in options.values()):
+        click.echo("Error: --comparison carries the comparison's settings; give no compare "
+                   "option with it", err=True)
+        ctx.exit(2)
     try:
-        api.report(run_dir, output=output, baseline=baseline, top=top)
+        api.report(run_dir, output=output, baseline=baseline, top=top, comparison=comparison,
+                   compare_options=options)
     except PipelineError as err:
         click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)

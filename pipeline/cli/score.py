@@ -151,8 +151,8 @@ def _rouge155_mapping(flags: str) -> list[str]:
               help="Texts over --max-tokens: truncate (cut, flag in column 'truncated', "
                    "count) or error.  [default: truncate]")
 @click.option("--engine", type=_Choice(ENGINES),
-              help="auto (in-process on every CPU up to 2,000,000 prediction rows, else Ray; "
-                   "Ray whenever an address is set), ray (local instance or --address) or "
+              help="auto (in-process on every CPU; Ray whenever an address is set or Ray "
+                   "is running in the process), ray (local instance or --address) or "
                    "local (in-process).  [default: auto]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
                                 "local Ray sized to this machine.")

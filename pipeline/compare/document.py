@@ -6,7 +6,7 @@ run reader of :mod:`pipeline.io.runs`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from pipeline.compare.alarms import alarm_list, band_summary, with_history
+from pipeline.compare.bands import BAND_MULTIPLIER, DEFAULT_HISTORY_WINDOW, MIN_NIGHTS
+from pipeline.compare.drift import (
+    CUSUM_H,
+    CUSUM_K,
+    DRIFT_METHOD,
+    DRIFT_METHODS,
+    EWMA_L,
+    EWMA_LAMBDA,
+)
+from pipeline.compare.history import History, Night, read_history, run_values
 from pipeline.compare.measures import (
     measure_column,
     measures_in,
@@ -24,6 +35,7 @@ from pipeline.compare.measures import (
 from pipeline.compare.pairing import DEFAULT_TOP, Comparison, compare_examples
 from pipeline.compare.signatures import NON_SCORE_FIELDS, check_signatures
 from pipeline.compare.statistics import (
+    DEFAULT_ADJUST,
     DEFAULT_BAND,
     DEFAULT_CONFIDENCE,
     DEFAULT_MAX_MISSING,
@@ -65,20 +77,38 @@ class RunComparison:
     top: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     n_top: int = DEFAULT_TOP
+    history: History | None = None
+    reference_run: str | None = None
+    band_multiplier: float = BAND_MULTIPLIER
+    drift_method: str = DRIFT_METHOD
 
     @property
     def alarm(self) -> bool:
-        """True when any (group, measure) row alarms."""
+        """True when any (group, measure) row alarms: a change, missing examples, a drift."""
         return self.comparison.alarm
+
+    @property
+    def alarms(self) -> list[dict[str, Any]]:
+        """The alarms in reading order (:func:`pipeline.compare.alarms.alarm_list`)."""
+        return alarm_list(self.comparison.rows)
+
+    @property
+    def bands(self) -> list[str]:
+        """One line per measure: the band used and where it came from."""
+        return band_summary(self.comparison.rows)
 
     def to_document(self, *, max_ids: int = 20) -> dict[str, Any]:
         """Return the comparison as a JSON-ready dict (the content of ``compare.json``).
 
-        Keys: ``alarm`` (a change or missing examples), ``missing``,
+        Keys: ``alarm`` (a change, missing examples or a drift), ``alarms`` (the list of
+        :attr:`alarms`: ``group``, ``metric``, ``measure``, ``kind``), ``bands`` (one line per
+        measure), ``missing``,
         ``baseline``/``candidate`` (path, run_id, signature, n_examples),
         ``signature_differences``, ``settings`` (measures, band, confidence, n_bootstrap,
-        seed, interval and test methods, alarm rule, max_missing and its rule, the MDE's
-        definition, top), ``pairing`` (key columns, counts and up
+        seed, interval and test methods, adjust, n_trials, alarm rule, max_missing and its
+        rule, the MDE's definition, top, the band rule and floors, the drift chart),
+        ``history`` (source, window, nights: run_date and run_id; null without one),
+        ``pairing`` (key columns, counts and up
         to ``max_ids`` ids present in one run only), ``rows`` (as :attr:`Comparison.rows`),
         ``top`` (as :attr:`top`), ``notes``, ``version``. NaN is written as null.
         """
@@ -97,16 +127,34 @@ class RunComparison:
                 return [_jsonable(v) for v in head[key[0]]]
             return [{k: _jsonable(v) for k, v in r.items()} for r in head.to_dict("records")]
 
+        history = None if self.history is None else {
+            "source": self.history.source, "window": self.history.window,
+            "nights": [{"run_date": n.run_date, "run_id": n.run_id, "path": n.path}
+                       for n in self.history.nights],
+            "reference_run": self.reference_run,
+        }
         return {
             "alarm": self.alarm,
+            "alarms": self.alarms,
+            "bands": self.bands,
             "missing": cmp.missing,
             "baseline": run(self.baseline),
             "candidate": run(self.candidate),
             "signature_differences": list(self.signature_differences),
             "settings": {
-                "measures": list(cmp.measures), "band": cmp.band, "confidence": cmp.confidence,
+                "measures": list(cmp.measures), "band": cmp.band,
+                "band_floors": dict(cmp.floors), "confidence": cmp.confidence,
                 "n_bootstrap": cmp.n_bootstrap, "seed": cmp.seed, "interval": INTERVAL_METHOD,
-                "test": TEST_METHOD, "alarm_rule": "interval excludes 0 and |delta| > band",
+                "test": TEST_METHOD, "adjust": cmp.adjust, "n_trials": cmp.n_trials,
+                "alarm_rule": "p_adjusted < 1 - confidence and |delta| > band",
+                "band_rule": f"learned: {self.band_multiplier:g} x 1.4826 x MAD of the history's "
+                             f"night-to-night changes, never below the floor; static (the "
+                             f"floor) with fewer than {MIN_NIGHTS} nights",
+                "drift_rule": (f"two-sided tabular CUSUM, k = {CUSUM_K:g}, h = {CUSUM_H:g}"
+                               if self.drift_method == "cusum" else
+                               f"EWMA, lambda = {EWMA_LAMBDA:g}, L = {EWMA_L:g}")
+                + f" nightly sds, against the median of the window's first {MIN_NIGHTS} "
+                  "nights (or the reference run); sd: 1.4826 x MAD of the changes / sqrt 2",
                 "max_missing": cmp.max_missing,
                 "missing_rule": "a baseline group absent from the candidate, or more than "
                                 "max_missing of its examples",
@@ -119,6 +167,7 @@ class RunComparison:
                 "baseline_only_ids": ids(cmp.baseline_only),
                 "candidate_only_ids": ids(cmp.candidate_only),
             },
+            "history": history,
             "rows": _records(cmp.rows),
             "top": _records(self.top),
             "notes": list(self.notes),
@@ -199,12 +248,19 @@ def compare_runs(
     *,
     measures: Sequence[str] | None = None,
     band: float = DEFAULT_BAND,
+    bands: Mapping[str, float] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
     top: int = DEFAULT_TOP,
     allow_signature_mismatch: bool = False,
     max_missing: float = DEFAULT_MAX_MISSING,
+    adjust: str = DEFAULT_ADJUST,
+    history: str | History | None = None,
+    history_window: int = DEFAULT_HISTORY_WINDOW,
+    reference_run: str | None = None,
+    band_multiplier: float = BAND_MULTIPLIER,
+    drift_method: str = DRIFT_METHOD,
 ) -> RunComparison:
     """Compare two ``overlap score`` output directories (see :func:`compare_examples`).
 
@@ -217,21 +273,33 @@ def compare_runs(
         candidate_dir: the candidate run directory.
         measures: ``METRIC.MEASURE`` names; default the primary measure of every metric
             (fmeasure for ROUGE, score for BLEU and chrF), as the registry says.
-        band: tolerated absolute change, score units, >= 0.
-        confidence: interval level in (0, 1).
+        band: the floor of every band as a fraction of each measure's full scale, >= 0.
+        bands: floors in the measure's own units, by measure.
+        confidence: interval level in (0, 1); alarms at ``1 - confidence``.
         n_bootstrap: resamples, >= 1.
         seed: resampling seed.
         top: how many moved examples to list, >= 0.
         allow_signature_mismatch: compare runs whose scoring settings differ.
         max_missing: tolerated fraction of a group's baseline examples absent from the
             candidate, in [0, 1].
+        adjust: p-value adjustment across rows: ``holm``, ``bh`` or ``none``.
+        history: a nightly ROOT (``run_date=/run_id=`` layout) or a :class:`History` read
+            otherwise (e.g. :func:`~pipeline.compare.history.read_history_table`): bands are
+            learned from it and drift is charted (None: static bands, no drift).
+        history_window: the last N nights of the history used, >= 1.
+        reference_run: a run whose aggregate values are the drift chart's reference level
+            (default: the history's own level).
+        band_multiplier: the learned band in robust sds of the night-to-night changes
+            (default chosen by simulation, :data:`~pipeline.compare.bands.BAND_MULTIPLIER`).
+        drift_method: the drift chart, ``cusum`` or ``ewma``.
 
     Returns:
         A :class:`RunComparison`.
 
     Raises:
         InputError: a directory that is not a complete run, unreadable files, or bad data.
-        SignatureMismatchError: the runs' scoring settings differ (unless allowed).
+        SignatureMismatchError: the runs' scoring settings differ for a compared measure
+            (unless allowed).
         ConfigError: bad settings or measure names.
 
     """
@@ -241,10 +309,15 @@ def compare_runs(
                    max_missing=max_missing)
     if top < 0:
         raise ConfigError(f"top must be >= 0, got {top}")
+    if history_window < 1:
+        raise ConfigError(f"history_window must be >= 1, got {history_window}")
+    if drift_method not in DRIFT_METHODS:
+        raise ConfigError(f"unknown drift method {drift_method!r}",
+                          hint=f"choose one of {', '.join(DRIFT_METHODS)}")
+    if not band_multiplier > 0:
+        raise ConfigError(f"band_multiplier must be > 0, got {band_multiplier}")
     base = runs.open_run(baseline_dir)
     cand = runs.open_run(candidate_dir)
-    differences = check_signatures(base.signature, cand.signature,
-                                   allow_mismatch=allow_signature_mismatch)
     notes: list[str] = []
     other = base.signature.differences(cand.signature, keys=NON_SCORE_FIELDS)
     if other:
@@ -268,6 +341,19 @@ def compare_runs(
         have_b, have_c = measures_in(base.float_columns), measures_in(cand.float_columns)
         default = None
     chosen = resolve_measures(measures, have_b, have_c, default=default)
+    metrics = tuple(dict.fromkeys(m.split(".")[0] for m in chosen))
+    differences = check_signatures(base.signature, cand.signature,
+                                   allow_mismatch=allow_signature_mismatch,
+                                   metrics=metrics if specs and cand_specs else None,
+                                   options=(base.config, cand.config))
+    if specs and cand_specs:
+        all_fields = check_signatures(base.signature, cand.signature, allow_mismatch=True)
+        aside = [k for k in all_fields if k not in differences]
+        if aside:
+            a, b = base.signature.as_dict(), cand.signature.as_dict()
+            notes.append("the signatures differ in " + "; ".join(
+                f"{k}: {a.get(k, '(absent)')} vs {b.get(k, '(absent)')}" for k in aside)
+                + f", which no compared measure depends on ({', '.join(chosen)})")
     comparison_specs = [s for s in specs if any(m.split(".")[0] == s.name for m in chosen)]
     columns = [measure_column(m) for m in chosen]
     columns += [c for s in comparison_specs if s.corpus is not None for c in s.statistic_columns]
@@ -275,8 +361,26 @@ def compare_runs(
     comparison = compare_examples(
         runs.read_examples(base, columns=wanted), runs.read_examples(cand, columns=wanted),
         measures=chosen, id_column=base.id_column, group_columns=group_columns, band=band,
-        confidence=confidence, n_bootstrap=n_bootstrap, seed=seed, specs=comparison_specs,
-        max_missing=max_missing)
+        bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
+        specs=comparison_specs, max_missing=max_missing, adjust=adjust)
+    past: History | None = None
+    if history is not None:
+        past = history if isinstance(history, History) else read_history(
+            history, candidate=cand, window=history_window)
+        notes += list(past.notes)
+        keys = comparison.rows[["group", "metric", "measure", "statistic"]]
+        series = past.series(keys)
+        tonight = History("candidate", (Night("", cand.run_id or "", cand.path,
+                                              run_values(cand)),), 1).series(keys)[:, 0]
+        pinned = None
+        if reference_run is not None:
+            ref = runs.open_run(reference_run)
+            pinned = History("reference", (Night("", ref.run_id or "", ref.path,
+                                                 run_values(ref)),), 1).series(keys)[:, 0]
+        comparison = with_history(comparison, series, tonight, reference=pinned,
+                                  method=drift_method, multiplier=band_multiplier)
+    elif reference_run is not None:
+        raise ConfigError("--reference-run needs --history (the drift chart's nights)")
     moved = comparison.top(top)
     key = list(comparison.key_columns)
     for side, run in (("baseline", base), ("candidate", cand)):
@@ -286,7 +390,8 @@ def compare_runs(
             notes.append(f"{side}: {note}")
     return RunComparison(comparison=comparison, baseline=base, candidate=cand,
                          signature_differences=differences, top=moved, notes=notes,
-                         n_top=top)
+                         n_top=top, history=past, reference_run=reference_run,
+                         band_multiplier=band_multiplier, drift_method=drift_method)
 
 
 __all__ = ["RunComparison", "compare_runs", "run_specs"]

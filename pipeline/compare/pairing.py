@@ -8,23 +8,26 @@ group and listed, never dropped silently. Null and NaN group values are groups o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from pipeline.compare.bands import measure_floors
 from pipeline.compare.measures import Measure, describe
 from pipeline.compare.statistics import (
+    ADJUST_METHODS,
+    DEFAULT_ADJUST,
     DEFAULT_BAND,
     DEFAULT_CONFIDENCE,
     DEFAULT_MAX_MISSING,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_SEED,
+    adjust_p_values,
     check_settings,
-    is_alarm,
     is_missing,
     paired_resampling,
 )
@@ -36,7 +39,8 @@ ALL_GROUP = "all"
 DEFAULT_TOP = 10
 ROW_COLUMNS = ("group", "metric", "measure", "statistic", "n_paired", "n_baseline_only",
                "n_candidate_only", "baseline_mean", "candidate_mean", "delta", "ci_low",
-               "ci_high", "p_value", "mde", "alarm", "missing")
+               "ci_high", "p_value", "p_adjusted", "mde", "band", "band_source",
+               "history_nights", "alarm", "missing", "drift", "drift_statistic", "drift_p")
 _KIND = "__kind:"
 
 
@@ -52,8 +56,15 @@ class Comparison:
             ``corpus``), ``n_paired``, ``n_baseline_only``, ``n_candidate_only`` (ids present
             in one run only, per group), ``baseline_mean``, ``candidate_mean`` (over paired
             examples: means, or corpus scores), ``delta``, ``ci_low``, ``ci_high``,
-            ``p_value``, ``mde`` (float64; NaN when fewer than two pairs), ``alarm`` (the
-            change alarm) and ``missing`` (the missing-examples alarm), bool.
+            ``p_value``, ``p_adjusted`` (adjusted across all rows, see ``adjust``), ``mde``
+            (float64; NaN when fewer than two pairs), ``band`` (float64, the band used, in
+            the measure's units), ``band_source`` (``static``, ``learned`` or ``floor``, see
+            :mod:`.bands`), ``history_nights`` (int64, nights of history with a value for
+            the row), ``alarm`` (the change alarm: ``p_adjusted < 1 - confidence`` and
+            ``|delta| > band``), ``missing`` (the missing-examples alarm), ``drift`` (the
+            drift alarm, see :mod:`.drift`), bool, ``drift_statistic`` (float64, tonight's
+            chart, signed) and ``drift_p`` (float64, its adjusted p-value; both NaN without
+            enough history).
         paired: one row per paired example: the key columns and, per measure, ``baseline``,
             ``candidate`` and ``delta`` columns named ``{side}:{measure}`` (per-example
             values), and ``{side}:{column}`` for the statistics of corpus measures.
@@ -62,11 +73,14 @@ class Comparison:
         measures: the measures compared, ``METRIC.MEASURE``.
         id_column: the id column.
         group_columns: the group columns (also part of the pairing key).
-        band: the alarm band, in the measures' units.
+        band: the static band, a fraction of each measure's full scale.
         confidence: interval level.
-        n_bootstrap: resamples (and randomization trials).
+        n_bootstrap: resamples.
         seed: the seed.
         max_missing: the tolerated fraction of a group's baseline examples missing.
+        adjust: the p-value adjustment (``holm``, ``bh``, ``none``).
+        n_trials: randomization trials.
+        floors: each measure's static band (floor), in its units.
 
     """
 
@@ -82,6 +96,9 @@ class Comparison:
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP
     seed: int = DEFAULT_SEED
     max_missing: float = DEFAULT_MAX_MISSING
+    adjust: str = DEFAULT_ADJUST
+    n_trials: int = DEFAULT_N_BOOTSTRAP
+    floors: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def key_columns(self) -> tuple[str, ...]:
@@ -90,8 +107,9 @@ class Comparison:
 
     @property
     def alarm(self) -> bool:
-        """True when any (group, measure) row alarms, for a change or for missing examples."""
-        return bool(self.rows["alarm"].any() or self.rows["missing"].any())
+        """True when any row alarms: a change, missing examples or a drift."""
+        return bool(self.rows["alarm"].any() or self.rows["missing"].any()
+                    or self.rows["drift"].any())
 
     @property
     def missing(self) -> bool:
@@ -202,11 +220,13 @@ def compare_examples(
     id_column: str = "id",
     group_columns: Sequence[str] = (),
     band: float = DEFAULT_BAND,
+    bands: Mapping[str, float] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
     specs: Sequence[MetricSpec] = (),
     max_missing: float = DEFAULT_MAX_MISSING,
+    adjust: str = DEFAULT_ADJUST,
 ) -> Comparison:
     """Pair two runs' examples and test the change of every measure, overall and per group.
 
@@ -218,17 +238,22 @@ def compare_examples(
         measures: ``METRIC.MEASURE`` names to compare (at least one).
         id_column: the id column.
         group_columns: columns that group (and key) the examples, may be empty.
-        band: tolerated absolute change, >= 0, in the measures' units.
-        confidence: interval level in (0, 1).
+        band: the static band as a fraction of each measure's full scale (the spec's
+            ``scale``: 1 for ROUGE, 100 for BLEU), >= 0.
+        bands: static bands in the measure's own units, by measure (override ``band``).
+        confidence: interval level in (0, 1); the alarm level is ``1 - confidence``.
         n_bootstrap: bootstrap resamples and randomization trials, >= 1.
         seed: seed of the resampling, in [0, 2**64).
         specs: the runs' metric specs (from the registry): a corpus metric's primary measure
             is then compared by its corpus score. Without specs every measure is a mean.
         max_missing: tolerated fraction of a group's baseline examples absent from the
             candidate, in [0, 1]; a group absent from the candidate always alarms.
+        adjust: p-value adjustment across all rows (``holm``, ``bh``, ``none``, see
+            :func:`~pipeline.compare.statistics.adjust_p_values`), of each row's
+            ``p_refined`` (:class:`~pipeline.compare.statistics.PairedTest`).
 
     Returns:
-        A :class:`Comparison`.
+        A :class:`Comparison` (bands ``static``; :func:`with_bands` sets learned ones).
 
     Raises:
         ConfigError: bad settings or measure names.
@@ -238,9 +263,15 @@ def compare_examples(
     """
     check_settings(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
                    max_missing=max_missing)
+    if adjust not in ADJUST_METHODS:
+        raise ConfigError(f"unknown adjust {adjust!r}",
+                          hint=f"choose one of {', '.join(ADJUST_METHODS)}")
     if not measures:
         raise ConfigError("no measure to compare")
     described: list[Measure] = [describe(m, specs) for m in measures]
+    floors = measure_floors(list(measures),
+                            [m.spec.scale if m.spec is not None else 1.0 for m in described],
+                            band=band, bands=bands)
     value_cols = [f"{m.metric}_{m.measure}" for m in described]
     stat_cols = list(dict.fromkeys(c for m in described if m.statistic == "corpus"
                                    for c in m.columns))
@@ -279,69 +310,111 @@ def compare_examples(
                           m.spec.corpus if m.statistic == "corpus" and m.spec else None)
                  for m in described]
     hashes = _pair_hashes(paired, id_column, group_columns)
+    base_matrix = paired[[f"baseline:{x}" for x in columns]].to_numpy(np.float64)
+    cand_matrix = paired[[f"candidate:{x}" for x in columns]].to_numpy(np.float64)
+
+    # every group once, in sorted order, with the rows of each frame that belong to it
+    # (one pass over the rows: the cost does not grow with groups x rows)
+    groups: list[tuple[tuple, tuple]] = []
+    members: list[tuple[np.ndarray, int, int]] = []
+    if group_columns:
+        frames = (paired, baseline_only, candidate_only)
+        codes_of: dict[tuple, int] = {}
+        firsts: list[tuple[tuple, tuple]] = []
+        codes = []
+        for frame in frames:
+            cols = [frame[c].tolist() for c in group_columns]
+            kcols = [frame[k].tolist() for k in kinds]
+            out = np.empty(len(frame), dtype=np.int64)
+            for i in range(len(frame)):
+                values = tuple(col[i] for col in cols)
+                kind = tuple(col[i] for col in kcols)
+                ident = tuple((k, None if k else v) for v, k in zip(values, kind, strict=True))
+                code = codes_of.get(ident)
+                if code is None:
+                    code = codes_of[ident] = len(firsts)
+                    firsts.append((values, kind))
+                out[i] = code
+            codes.append(out)
+
+        def order(g: int) -> tuple:
+            values, kind = firsts[g]
+            return tuple((k, v if k == 0 else 0) for v, k in zip(values, kind, strict=True))
+
+        ranked = sorted(range(len(firsts)), key=order)
+        n_groups = len(firsts)
+        sort = np.argsort(codes[0], kind="stable")
+        bounds = np.searchsorted(codes[0][sort], np.arange(n_groups + 1))
+        only_b = np.bincount(codes[1], minlength=n_groups)
+        only_c = np.bincount(codes[2], minlength=n_groups)
+        for g in ranked:
+            groups.append(firsts[g])
+            members.append((sort[bounds[g]:bounds[g + 1]], int(only_b[g]), int(only_c[g])))
+    trials = n_bootstrap
     records: list[dict[str, Any]] = []
 
-    def add_rows(label: str, values: dict[str, Any], mask: np.ndarray, n_b_only: int,
+    def add_rows(label: str, values: dict[str, Any], index: np.ndarray | None, n_b_only: int,
                  n_c_only: int) -> None:
-        part = paired[mask]
+        part_b = base_matrix if index is None else base_matrix[index]
+        part_c = cand_matrix if index is None else cand_matrix[index]
         test = paired_resampling(
-            part[[f"baseline:{x}" for x in columns]].to_numpy(np.float64),
-            part[[f"candidate:{x}" for x in columns]].to_numpy(np.float64), estimates,
-            n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, hashes=hashes[mask])
-        gone = is_missing(len(part), n_b_only, max_missing=max_missing)
+            part_b, part_c, estimates, n_bootstrap=n_bootstrap, confidence=confidence,
+            seed=seed, hashes=hashes if index is None else hashes[index], n_trials=trials)
+        n = len(part_b)
+        gone = is_missing(n, n_b_only, max_missing=max_missing)
         for k, m in enumerate(described):
             records.append({
                 "group": label, **values, "metric": m.metric, "measure": m.measure,
-                "statistic": m.statistic, "n_paired": len(part), "n_baseline_only": n_b_only,
+                "statistic": m.statistic, "n_paired": n, "n_baseline_only": n_b_only,
                 "n_candidate_only": n_c_only, "baseline_mean": test.baseline_mean[k],
                 "candidate_mean": test.candidate_mean[k], "delta": test.delta[k],
                 "ci_low": test.ci_low[k], "ci_high": test.ci_high[k],
                 "p_value": test.p_value[k],
+                "p_adjusted": np.nan if test.p_refined is None else test.p_refined[k],
                 "mde": np.nan if test.mde is None else test.mde[k],
-                "alarm": is_alarm(test.delta[k], test.ci_low[k], test.ci_high[k], band=band),
-                "missing": gone,
+                "band": floors[m.name], "band_source": "static", "history_nights": 0,
+                "alarm": False, "missing": gone, "drift": False, "drift_statistic": np.nan,
+                "drift_p": np.nan,
             })
 
-    add_rows(ALL_GROUP, dict.fromkeys(group_columns), np.ones(len(paired), dtype=bool),
-             len(baseline_only), len(candidate_only))
-    if group_columns:
-        groups = pd.concat([paired[list(group_columns) + kinds],
-                            baseline_only[list(group_columns) + kinds],
-                            candidate_only[list(group_columns) + kinds]])
-        seen: dict[tuple, tuple] = {}
-        for row in groups.itertuples(index=False, name=None):
-            values, kind = row[:len(group_columns)], row[len(group_columns):]
-            ident = tuple((k, None if k else v) for v, k in zip(values, kind, strict=True))
-            seen.setdefault(ident, (values, kind))
-
-        def order(item: tuple) -> tuple:
-            values, kind = item
-            return tuple((k, v if k == 0 else 0) for v, k in zip(values, kind, strict=True))
-
-        def where(frame: pd.DataFrame, values: tuple, kind: tuple) -> np.ndarray:
-            mask = np.ones(len(frame), dtype=bool)
-            for col, v, k in zip(group_columns, values, kind, strict=True):
-                mask &= (frame[_KIND + col] == k).to_numpy()
-                if k == 0:
-                    mask &= (frame[col] == v).to_numpy()
-            return mask
-
-        for values, kind in sorted(seen.values(), key=order):
-            label = _group_label(group_columns, values, kind)
-            shown = {col: (None if k == 2 else v)
-                     for col, v, k in zip(group_columns, values, kind, strict=True)}
-            add_rows(label, shown, where(paired, values, kind),
-                     int(where(baseline_only, values, kind).sum()),
-                     int(where(candidate_only, values, kind).sum()))
+    add_rows(ALL_GROUP, dict.fromkeys(group_columns), None, len(baseline_only),
+             len(candidate_only))
+    for (values, kind), (index, n_b_only, n_c_only) in zip(groups, members, strict=True):
+        label = _group_label(group_columns, values, kind)
+        shown = {col: (None if k == 2 else v)
+                 for col, v, k in zip(group_columns, values, kind, strict=True)}
+        add_rows(label, shown, index, n_b_only, n_c_only)
     rows = pd.DataFrame.from_records(records,
                                      columns=["group", *group_columns, *ROW_COLUMNS[1:]])
+    rows["p_adjusted"] = adjust_p_values(rows["p_adjusted"].to_numpy(np.float64), adjust)
+    rows["alarm"] = alarm_rule(rows, alpha=1.0 - confidence)
     drop = [k for k in kinds if k in paired.columns]
     return Comparison(rows=rows, paired=paired.drop(columns=drop),
                       baseline_only=baseline_only.drop(columns=kinds),
                       candidate_only=candidate_only.drop(columns=kinds),
                       measures=tuple(measures), id_column=id_column,
                       group_columns=group_columns, band=band, confidence=confidence,
-                      n_bootstrap=n_bootstrap, seed=seed, max_missing=max_missing)
+                      n_bootstrap=n_bootstrap, seed=seed, max_missing=max_missing,
+                      adjust=adjust, n_trials=trials, floors=floors)
 
 
-__all__ = ["ALL_GROUP", "DEFAULT_TOP", "ROW_COLUMNS", "Comparison", "compare_examples"]
+def alarm_rule(rows: pd.DataFrame, *, alpha: float) -> np.ndarray:
+    """The change alarm of each row: ``p_adjusted < alpha`` and ``|delta| > band``.
+
+    Args:
+        rows: compare rows (``p_adjusted``, ``delta``, ``band`` columns).
+        alpha: the level, ``1 - confidence``.
+
+    Returns:
+        bool (R,); rows without a p-value (fewer than two pairs) never alarm.
+
+    """
+    p = rows["p_adjusted"].to_numpy(np.float64)
+    delta = rows["delta"].to_numpy(np.float64)
+    band = rows["band"].to_numpy(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & (p < alpha) & (np.abs(delta) > band)
+
+
+__all__ = ["ALL_GROUP", "DEFAULT_TOP", "ROW_COLUMNS", "Comparison", "alarm_rule",
+           "compare_examples"]

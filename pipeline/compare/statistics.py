@@ -25,6 +25,7 @@ Each example's weights come from the seed and a hash of its pairing key (see
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -63,6 +64,12 @@ class PairedTest:
             [1 / (n_bootstrap + 1), 1]; NaN when n < 2.
         mde: shape (M,), the minimal detectable effect at 80% power, in the measure's units;
             NaN when n < 2.
+        p_refined: shape (M,), ``p_value``, except where no trial was as extreme: there the
+            smaller of it and the two-sided normal tail of the randomization distribution
+            (mean 0; variance ``sum(d^2) / n^2`` exactly for a mean, the trials' mean square
+            for a corpus score; Hoeffding 1952, "The large-sample power of tests based on
+            permutations of observations"), so that a p-value adjusted for many rows is not
+            bounded by ``rows / (trials + 1)``; NaN when n < 2.
 
     """
 
@@ -73,6 +80,7 @@ class PairedTest:
     ci_high: np.ndarray
     p_value: np.ndarray
     mde: np.ndarray | None = None
+    p_refined: np.ndarray | None = None
 
 
 def check_settings(*, n_bootstrap: int, confidence: float, band: float = 0.0,
@@ -121,7 +129,8 @@ def bootstrap_mean_differences(differences: np.ndarray, *, n_bootstrap: int, see
 
 def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
                       estimates: Sequence[Estimate], *, n_bootstrap: int, confidence: float,
-                      seed: int, hashes: np.ndarray | None = None) -> PairedTest:
+                      seed: int, hashes: np.ndarray | None = None,
+                      n_trials: int | None = None) -> PairedTest:
     """Values, deltas, paired bootstrap interval, randomization p-value and MDE.
 
     Args:
@@ -133,6 +142,8 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
         confidence: interval level in (0, 1).
         seed: the seed, in [0, 2**64).
         hashes: uint64 (n,) identity hashes of the pairs (default: their positions).
+        n_trials: randomization trials (default ``n_bootstrap``), >= 1; the p-value is then
+            in [1 / (n_trials + 1), 1].
 
     Returns:
         A :class:`PairedTest` with arrays of shape (M,); with n < 2 the interval, p-value and
@@ -146,7 +157,7 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
     nan = np.full(m, np.nan)
     if n == 0:
         return PairedTest(nan, nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(),
-                          nan.copy())
+                          nan.copy(), nan.copy())
     base_value = stats.point_estimates(b, estimates)
     cand_value = stats.point_estimates(c, estimates)
     mean_only = all(e.corpus is None for e in estimates)
@@ -156,7 +167,7 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
         delta = cand_value - base_value
     if n < 2:
         return PairedTest(base_value, cand_value, delta, nan, nan.copy(), nan.copy(),
-                          nan.copy())
+                          nan.copy(), nan.copy())
     hashes = stats.position_hashes(n) if hashes is None else hashes
     threads = _threads(n, n_bootstrap)
 
@@ -174,26 +185,41 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
     mde = z * sd
 
     # approximate randomization: fair flips; K = sum of kept (c - b) per trial
+    trials = n_bootstrap if n_trials is None else n_trials
     keys = stats.stream_keys(hashes, seed=seed, weights="flip")
     d = c - b
     kept, _ = stats.resample_sums_threaded(
-        stats.to_grid(d, max_weight=1), keys, weights="flip", first=0, count=n_bootstrap,
-        threads=threads)
-    ones = np.full(n_bootstrap, float(n))
+        stats.to_grid(d, max_weight=1), keys, weights="flip", first=0, count=trials,
+        threads=_threads(n, trials))
+    ones = np.full(trials, float(n))
     if mean_only:
-        total = stats.to_grid(d, max_weight=1).sum(axis=1)  # exact: on the grid
+        grid = stats.to_grid(d, max_weight=1)
+        total = grid.sum(axis=1)  # exact: on the grid
         observed = np.abs(total / n)
         trial = np.abs((2.0 * kept - total) / n)
         order = [e.columns[0] for e in estimates]
         extreme = (trial[:, order] >= observed[order]).sum(axis=0)
+        # the randomization distribution of the mean: symmetric, variance sum(d^2) / n^2
+        spread = np.sqrt((grid * grid).sum(axis=1))[order] / n
+        observed = observed[order]
     else:
         b_sums, c_sums = stats.exact_sums(b), stats.exact_sums(c)
-        trial = np.abs(stats.evaluate(estimates, b_sums + kept, ones)
-                       - stats.evaluate(estimates, c_sums - kept, ones))
+        signed = (stats.evaluate(estimates, b_sums + kept, ones)
+                  - stats.evaluate(estimates, c_sums - kept, ones))
+        trial = np.abs(signed)
         observed = np.abs(delta)
         extreme = (trial >= observed * (1.0 - 1e-9)).sum(axis=0)
-    p_value = (extreme + 1.0) / (n_bootstrap + 1.0)
-    return PairedTest(base_value, cand_value, delta, ci_low, ci_high, p_value, mde)
+        with np.errstate(invalid="ignore"):
+            spread = np.sqrt(np.nanmean(signed * signed, axis=0))
+    p_value = (extreme + 1.0) / (trials + 1.0)
+    # beyond the trials (none as extreme), the normal tail of the same distribution
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = np.array([math.erfc(x / math.sqrt(2.0)) if np.isfinite(x) else np.nan
+                         for x in observed / spread])
+    tail = np.where(spread > 0, tail, np.where(observed > 0, 0.0, 1.0))
+    p_refined = np.where(extreme == 0, np.minimum(p_value, tail), p_value)
+    return PairedTest(base_value, cand_value, delta, ci_low, ci_high, p_value, mde,
+                      p_refined)
 
 
 def paired_test(
@@ -255,6 +281,56 @@ def is_alarm(delta: float, ci_low: float, ci_high: float, *, band: float) -> boo
     return bool((ci_low > 0.0 or ci_high < 0.0) and abs(delta) > band)
 
 
+ADJUST_METHODS = ("holm", "bh", "none")
+DEFAULT_ADJUST = "holm"
+
+
+def adjust_p_values(p_values: np.ndarray, method: str = DEFAULT_ADJUST) -> np.ndarray:
+    """Adjust p-values for the number of rows tested together.
+
+    - ``holm``: Holm's step-down (Holm 1979, "A simple sequentially rejective multiple test
+      procedure", Scand. J. Statistics 6): with the m p-values sorted ascending,
+      ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``; controls the chance of any false
+      alarm in the comparison (family-wise error) at the level;
+    - ``bh``: Benjamini & Hochberg (1995, JRSS B 57): ``adj_(i) = min_{j >= i} min(1,
+      m p_(j) / j)``; controls the expected share of false alarms among alarms;
+    - ``none``: unchanged.
+
+    The same values as statsmodels' ``multipletests(p, method="holm" | "fdr_bh")``.
+
+    Args:
+        p_values: float64 (R,), in (0, 1]; NaN entries (rows without a test) are left NaN
+            and not counted in m.
+        method: ``holm``, ``bh`` or ``none``.
+
+    Returns:
+        float64 (R,), the adjusted p-values, >= the raw ones, <= 1.
+
+    Raises:
+        ConfigError: an unknown method.
+
+    """
+    if method not in ADJUST_METHODS:
+        raise ConfigError(f"unknown --adjust {method!r}",
+                          hint=f"choose one of {', '.join(ADJUST_METHODS)}")
+    p = np.asarray(p_values, dtype=np.float64)
+    out = p.copy()
+    ok = np.flatnonzero(np.isfinite(p))
+    m = ok.size
+    if method == "none" or m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    sorted_p = p[order]
+    rank = np.arange(1, m + 1)
+    if method == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - rank + 1) * sorted_p))
+    else:
+        adj = np.minimum.accumulate((m * sorted_p / rank)[::-1])[::-1]
+        adj = np.minimum(1.0, adj)
+    out[order] = adj
+    return out
+
+
 def is_missing(n_paired: int, n_baseline_only: int, *, max_missing: float) -> bool:
     """The missing-examples alarm: examples of the baseline absent from the candidate.
 
@@ -274,7 +350,8 @@ def is_missing(n_paired: int, n_baseline_only: int, *, max_missing: float) -> bo
     return n_paired == 0 or n_baseline_only > max_missing * n_base
 
 
-__all__ = ["DEFAULT_BAND", "DEFAULT_CONFIDENCE", "DEFAULT_MAX_MISSING", "DEFAULT_N_BOOTSTRAP",
-           "DEFAULT_SEED", "INTERVAL_METHOD", "MDE_METHOD", "POWER", "TEST_METHOD",
-           "PairedTest", "bootstrap_mean_differences", "check_settings", "is_alarm",
-           "is_missing", "paired_resampling", "paired_test"]
+__all__ = ["ADJUST_METHODS", "DEFAULT_ADJUST", "DEFAULT_BAND", "DEFAULT_CONFIDENCE",
+           "DEFAULT_MAX_MISSING", "DEFAULT_N_BOOTSTRAP", "DEFAULT_SEED", "INTERVAL_METHOD",
+           "MDE_METHOD", "POWER", "TEST_METHOD", "PairedTest", "adjust_p_values",
+           "bootstrap_mean_differences", "check_settings", "is_alarm", "is_missing",
+           "paired_resampling", "paired_test"]

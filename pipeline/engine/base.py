@@ -52,6 +52,10 @@ class Runner(Protocol):
         """Where the work runs, for the manifest (engine, address, CPUs)."""
         ...
 
+    def store_stats(self) -> dict[str, Any]:
+        """Object store totals for the manifest (``spilled_bytes``...); empty if none."""
+        ...
+
     def close(self) -> None:
         """Release what the runner started (a local Ray instance, its temp dir)."""
         ...

@@ -278,6 +278,10 @@ class LocalRunner:
         """``{"engine": "local", "num_cpus": processes, "pid": ...}``."""
         return {"engine": "local", "num_cpus": self.processes, "pid": os.getpid()}
 
+    def store_stats(self) -> dict[str, Any]:
+        """Nothing: this engine has no object store (see the Runner protocol)."""
+        return {}
+
     def close(self) -> None:
         """Stop forked workers still running (after an error)."""
         self.cancel(())

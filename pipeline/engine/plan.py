@@ -30,6 +30,8 @@ class Unit:
         uri: the file.
         row_groups: row group indices, ascending.
         num_rows: rows in those row groups.
+        size_bytes: the file's size when planned (checked when the rows are read).
+        mtime_ns: the file's modification time when planned, None when the storage has none.
 
     """
 
@@ -38,6 +40,8 @@ class Unit:
     uri: str
     row_groups: tuple[int, ...]
     num_rows: int
+    size_bytes: int | None = None
+    mtime_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -88,12 +92,14 @@ def make_units(files: Sequence[InputFile], *, side: str, max_rows: int) -> tuple
         rows = 0
         for g, n in enumerate(f.row_group_rows):
             if groups and rows + n > max_rows:
-                units.append(Unit(side, len(units), f.uri, tuple(groups), rows))
+                units.append(Unit(side, len(units), f.uri, tuple(groups), rows,
+                                  f.size_bytes, f.mtime_ns))
                 groups, rows = [], 0
             groups.append(g)
             rows += n
         if rows:
-            units.append(Unit(side, len(units), f.uri, tuple(groups), rows))
+            units.append(Unit(side, len(units), f.uri, tuple(groups), rows, f.size_bytes,
+                              f.mtime_ns))
     return tuple(units)
 
 

@@ -581,6 +581,29 @@ class RayRunner:
         return {"engine": "ray", "address": self.address, "num_cpus": cpus,
                 "ray_version": getattr(self._ray, "__version__", None)}
 
+    def store_stats(self) -> dict[str, Any]:
+        """Bytes the object store of a local instance spilled to disk, for the manifest.
+
+        ``{"spilled_bytes": N}`` from the raylet's log of the instance we started (Ray logs
+        ``Spilled X MiB, ...`` as it spills; MiB resolution, 0 when it never did); empty for
+        a cluster or a reused connection (Ray tells it only through its gRPC API).
+        """
+        if self._local is None:
+            return {}
+        import glob
+        import re
+
+        spilled = 0
+        for path in glob.glob(os.path.join(self._local.temp_dir, "session_*", "logs",
+                                           "raylet*.out")):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    for mib in re.findall(r"Spilled (\d+) MiB", fh.read()):
+                        spilled = max(spilled, int(mib) << 20)
+            except OSError:
+                continue
+        return {"spilled_bytes": spilled}
+
     def close(self) -> None:
         """Stop the local instance we started, or disconnect from the cluster we joined."""
         if self._local is not None:

@@ -1,32 +1,34 @@
 """The order of work of a scoring run, written once for every engine.
 
-split (every unit read once, hash-partitioned by id) -> check (every partition: join,
-problems, reference counts; the joined partition stays in the engine's store) -> the
-signature is fixed -> score (every partition: score the joined table, write
-``examples/part-*.parquet`` into the staging directory). The driver only ever holds handles,
-counts and file names: no text passes through it.
+split (every unit read once, its rows split by partition (hash of the id) into the unit's
+exchange file in the staging directory) -> check (every partition: join the ids and
+reference counts, never the text; problems stop the run here) -> the signature is fixed ->
+score (every partition: read its rows from the exchange files, join, score, write
+``examples/part-*.parquet``) -> the exchange files are deleted. Every task holds at most one
+unit or one partition and returns counts and file names: no text passes through the driver
+or an engine's object store, and no stage holds more partitions' text than it has tasks
+running.
 
-A resumed run (see :mod:`pipeline.engine.resume`) skips the check stage when its results were
-saved, and scores only the partitions without a completion marker; when every partition is
-done, no input is read at all.
+A resumed run (see :mod:`pipeline.engine.resume`) reuses the exchange files already written,
+skips the check stage when its results were saved, and scores only the partitions without a
+completion marker; when every partition is done, no input is read at all.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
 from pipeline.engine.faults import faults_from_env
-from pipeline.engine.plan import Plan, Unit
+from pipeline.engine.plan import Plan
 from pipeline.engine.resume import completion_name, read_checks, read_completions, write_checks
 from pipeline.engine.tasks import (
     PartitionCheck,
@@ -34,37 +36,30 @@ from pipeline.engine.tasks import (
     PartitionTask,
     Problems,
     ScoringSettings,
+    aggregate_resamples,
+    aggregate_sums,
     check_partition,
-    read_unit,
-    score_joined,
+    exchange_unit,
     score_partition,
-    split_unit,
 )
 from pipeline.errors import InputError
+from pipeline.io.exchange import EXCHANGE_DIR, Exchange, exchange_name
 from pipeline.io.files import Location
 from pipeline.io.read import read_columns
 from pipeline.io.write import EXAMPLES_DIR, OutputDir
 from pipeline.signature import Signature
 
-if TYPE_CHECKING:  # the aggregate (and its compiled bootstrap) is imported when it runs
-    from pipeline.aggregate import MapChunks
+# Above this many (file, group) pairs, the aggregate reads the examples' values into the
+# driver rather than summing file by file (see aggregate_examples): each pair costs a few
+# ms of per-file work (exact partial sums of 12 columns, a resampling call, adding its
+# sums): 100,000 rows in 2,000 groups of 8 files took 61 s file by file against 27 s at
+# once (load 7-10), while the driver's copy of the values is about 110 bytes a row.
+MAX_GROUP_PARTS = 20_000
 
 # progress(stage, done, total): stage is "check" or "score"; done/total count partitions.
 Progress = Callable[[str, int, int], None]
-# The bootstrap runs in threads of the driver unless the Ray cluster has more CPUs than the
-# driver's machine and it has at least this many resample draws (examples x resamples x
-# levels): the compiled kernel draws about 10^9 weights a second per core (1M examples x
-# 1,000 resamples x 12 measures: 1.4 s on this project's 2-core machine), so below that
-# shipping the matrix to workers costs more than it saves. Same result either way.
-DISTRIBUTE_MIN_DRAWS = 2_000_000_000
 
 
-# The most prediction rows the engine ``auto`` scores in-process; above it, a local Ray. The
-# in-process engine forks a score worker per CPU, so it is faster than a local Ray on the same
-# cores at every size measured (2 CPUs: 1M rows 8.4 s against 15.7 s, 2M rows 17.7 s against
-# 25.2 s), but it holds every partition's text in this process (peak 1.6 GB at 1M rows and
-# 3.0 GB at 2M of ~670 bytes a row), where Ray's object store is capped and spills to disk.
-AUTO_LOCAL_MAX_ROWS = 2_000_000
 
 
 @dataclass
@@ -76,11 +71,13 @@ class Execution:
         n_references: references per example, or ``"var"``.
         checks: one per partition, in partition order.
         parts: one per partition, in partition order.
-        seconds: wall seconds per stage (``read_check``, ``score``).
+        seconds: wall seconds per stage (``read_check``, ``score``; ``split``, the part of
+            ``read_check`` spent writing the exchange files).
         task_seconds: seconds spent inside tasks per stage, summed over tasks (this
             attempt's tasks only).
-        stages: per stage (``check``, ``score``), ``partitions_run`` by this attempt and
-            ``partitions_reused`` from an interrupted run's staging directory.
+        stages: per stage (``split``: ``units_run``/``units_reused``; ``check``, ``score``:
+            ``partitions_run`` by this attempt and ``partitions_reused`` from an interrupted
+            run's staging directory).
         skipped: examples left out by ``on_missing``/``on_empty_references``, by reason.
 
     """
@@ -118,6 +115,26 @@ def _collect(runner: Runner, handles: list[Any], stage: str, progress: Progress 
     return results
 
 
+def _present(output: OutputDir) -> set[str]:
+    """Names of the exchange files already in the staging directory (an interrupted run's)."""
+    loc = output.control(EXCHANGE_DIR)
+    try:
+        entries = loc.fs.get_file_info(pafs.FileSelector(loc.path, allow_not_found=True))
+    except OSError:
+        return set()
+    return {f"{EXCHANGE_DIR}/{e.base_name}" for e in entries if e.type == pafs.FileType.File}
+
+
+def _drop_exchange(output: OutputDir) -> None:
+    """Delete the exchange files (every partition is scored; best effort)."""
+    loc = output.control(EXCHANGE_DIR)
+    try:
+        if loc.fs.get_file_info(loc.path).type != pafs.FileType.NotFound:
+            loc.fs.delete_dir(loc.path)
+    except OSError:
+        pass
+
+
 def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, *,
             run_id: str, progress: Progress | None = None) -> Execution:
     """Run split, check and score on ``runner``, writing examples into ``output``'s staging.
@@ -148,38 +165,23 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     checks_saved = read_checks(output, PartitionCheck, n)
     checked_before = checks_saved is not None
     todo = [b for b in range(n) if b not in done]
+    exchange = Exchange(output.staging.uri, n, len(plan.prediction_units),
+                        len(plan.reference_units))
 
-    def split(unit: Unit) -> list[Any]:
-        if n == 1:
-            return [runner.submit(read_unit, spec, unit)]
-        return runner.submit(split_unit, spec, unit, n, num_returns=n)
-
-    # Handles of the pieces of each partition still to check or score; dropped once the
-    # partition is written, so the object store can free them.
-    pieces: list[list[Any] | None] = [None] * n
-    n_pred = len(plan.prediction_units)
+    units_run = 0
     if not checked_before or todo:
-        pred_pieces = [split(u) for u in plan.prediction_units]
-        ref_pieces = [split(u) for u in plan.reference_units]
-        for b in todo if checked_before else range(n):
-            pieces[b] = [p[b] for p in pred_pieces] + [r[b] for r in ref_pieces]
-        del pred_pieces, ref_pieces
+        present = _present(output)
+        missing = [u for u in (*plan.prediction_units, *plan.reference_units)
+                   if exchange_name(u.side, u.index) not in present]
+        _collect(runner, [runner.submit(exchange_unit, spec, u, exchange) for u in missing],
+                 "split", None)
+        units_run = len(missing)
+    t_split = time.perf_counter()
 
-    def release(i: int) -> None:
-        pieces[todo[i]] = joined[todo[i]] = None
-
-    # Each partition's joined table, from its check: scored without joining again.
-    joined: list[Any | None] = [None] * n
     if checks_saved is None:
-        submitted = [runner.submit(check_partition, spec, b, n_pred, *(pieces[b] or []),
-                                   num_returns=2) for b in range(n)]
-
-        def checked(b: int) -> None:  # its pieces are in the joined table now
-            joined[b], pieces[b] = submitted[b][1], None
-
         checks: list[PartitionCheck] = _collect(
-            runner, [h[0] for h in submitted], "check", progress, on_done=checked)
-        del submitted
+            runner, [runner.submit(check_partition, spec, b, exchange) for b in range(n)],
+            "check", progress)
         problems = Problems()
         for c in checks:
             problems.merge(c.problems)
@@ -208,17 +210,16 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     tasks = [PartitionTask(
         index=b, part_uri=examples.child(plan.part_name(b)).uri,
         marker_uri=output.control(completion_name(plan.part_name(b))).uri, run_id=run_id,
-        signature=str(signature), n_prediction_pieces=n_pred, faults=faults) for b in todo]
+        signature=str(signature), exchange=exchange, faults=faults,
+        group_by=tuple(config.group_by)) for b in todo]
 
     def score_progress(stage: str, k: int, _: int) -> None:
         if progress is not None:
             progress(stage, n - len(todo) + k, n)
 
-    scored: list[PartitionResult] = _collect(runner, [
-        runner.submit(score_joined, spec, settings, t, joined[t.index])
-        if joined[t.index] is not None
-        else runner.submit(score_partition, spec, settings, t, *(pieces[t.index] or []))
-        for t in tasks], "score", score_progress, on_done=release)
+    scored: list[PartitionResult] = _collect(
+        runner, [runner.submit(score_partition, spec, settings, t) for t in tasks], "score",
+        score_progress)
     done.update((p.index, p) for p in scored)
     parts = [done[b] for b in range(n)]
     too_long = Problems()
@@ -227,88 +228,76 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     err = too_long.error()
     if err is not None:
         raise InputError(f"{err.message} ({config.max_tokens} tokens)", hint=err.hint)
+    _drop_exchange(output)  # every partition is written: a rerun needs none of it
     t2 = time.perf_counter()
     return Execution(
         signature=signature, n_references=n_refs, checks=checks, parts=parts,
-        seconds={"read_check": t1 - t0, "score": t2 - t1},
+        seconds={"read_check": t1 - t0, "split": t_split - t0, "score": t2 - t1},
         task_seconds={"check": 0.0 if checked_before else sum(c.seconds for c in checks),
                       "score": sum(p.seconds for p in scored)},
-        stages={"check": {"partitions_run": 0 if checked_before else n,
+        stages={"split": {"units_run": units_run,
+                          "units_reused": (len(plan.prediction_units)
+                                           + len(plan.reference_units) - units_run)},
+                "check": {"partitions_run": 0 if checked_before else n,
                           "partitions_reused": n if checked_before else 0},
                 "score": {"partitions_run": len(todo), "partitions_reused": n - len(todo)}},
         skipped=skipped)
 
 
-def chunk_mapper(runner: Runner) -> MapChunks:
-    """Run bootstrap chunks as tasks on ``runner`` (large arrays are stored once)."""
-
-    def map_chunks(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
-        stored: dict[int, Any] = {}
-
-        def ref(arg: Any) -> Any:
-            if isinstance(arg, np.ndarray) and arg.nbytes > 1 << 20:
-                if id(arg) not in stored:
-                    stored[id(arg)] = runner.put(arg)
-                return stored[id(arg)]
-            return arg
-
-        handles = [runner.submit(fn, *[ref(a) for a in args]) for args in args_list]
-        return _collect(runner, handles, "aggregate", None)
-
-    return map_chunks
-
-
 def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location], *,
-                       n_examples: int) -> pa.Table:
-    """Read the examples' numeric (and group) columns and aggregate them.
+                       n_examples: int, group_parts: int = 0) -> pa.Table:
+    """Aggregate the examples files, from mergeable per-file sums computed on ``runner``.
 
-    Text is never read. The bootstrap is spread over ``runner``'s workers when it is large
-    (see :func:`spreads_bootstrap`); the result does not depend on where it ran.
+    One task per file reads its numeric (and group and id) columns, never the text, and
+    returns each scope's count, exact partial sums and largest values; a second task per
+    file returns its share of each scope's bootstrap (resampled sums on the scope's exact
+    grid, weights keyed by example id). The driver only adds them: it holds nothing per
+    example (:func:`pipeline.aggregate.aggregate_parts`).
+
+    With many small groups (more than :data:`MAX_GROUP_PARTS` groups counted file by file),
+    the per-file work costs more per group than the rows it sums: the driver then reads the
+    value, group and id columns (about ``8 * (values + 2)`` bytes a row) and aggregates them
+    at once (:func:`pipeline.aggregate.aggregate`, resampled sums in blocks). The table is the
+    same either way, bit for bit, whatever the engine, the partitioning or the file order.
 
     Args:
         config: the run's settings.
-        runner: where bootstrap chunks may run.
-        example_files: the examples files written by the score stage.
-        n_examples: their rows in all (to decide where the bootstrap runs).
+        runner: where the tasks run.
+        example_files: the examples files written by the score stage (each with >= 1 row).
+        n_examples: their rows in all (informational).
+        group_parts: distinct groups of each file, summed over the files (0: unknown).
 
     Raises:
         InputError: no example.
 
     """
-    from pipeline.aggregate import aggregate
+    from pipeline.aggregate import aggregate, aggregate_parts
 
-    # No sort needed: each example's resampling weights are keyed by the hash of its id and
-    # the weighted sums are exact (see pipeline.stats), so the intervals do not depend on
-    # the row order (partition_rows, engine, order of the input files).
-    draws = n_examples * config.bootstrap * (2 if config.group_by else 1)
-    distribute = spreads_bootstrap(runner, draws)
-    return aggregate(lambda columns: read_columns(example_files, columns),
-                     metrics=config.metrics, group_by=config.group_by,
-                     thresholds=config.thresholds, n_bootstrap=config.bootstrap,
-                     confidence=config.confidence, seed=config.seed,
-                     map_chunks=chunk_mapper(runner) if distribute else None,
-                     id_column=config.id_column, options=config.to_dict())
+    common: dict[str, Any] = {
+        "metrics": config.metrics, "group_by": config.group_by,
+        "thresholds": config.thresholds, "n_bootstrap": config.bootstrap,
+        "confidence": config.confidence, "seed": config.seed, "id_column": config.id_column,
+        "options": config.to_dict()}
+    if group_parts > MAX_GROUP_PARTS:
+        return aggregate(lambda columns: read_columns(example_files, columns), **common)
 
+    def map_parts(fn: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
+        return _collect(runner, [runner.submit(fn, *args) for args in args_list],
+                        "aggregate", None)
 
-def spreads_bootstrap(runner: Runner, draws: int) -> bool:
-    """Whether the bootstrap runs as tasks on ``runner`` rather than in the driver's threads.
-
-    Only on a Ray cluster with more CPUs than the driver's machine, and for at least
-    :data:`DISTRIBUTE_MIN_DRAWS` draws; a local Ray shares the driver's cores.
-    """
-    if runner.name == "local" or draws < DISTRIBUTE_MIN_DRAWS:
-        return False
-    return int(runner.describe().get("num_cpus") or 0) > (os.cpu_count() or 1)
+    return aggregate_parts([f.uri for f in example_files], map_parts=map_parts,
+                           sums_fn=aggregate_sums, resamples_fn=aggregate_resamples, **common)
 
 
 def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
     """Decide where a run goes: ``("local" or "ray", why)``.
 
-    ``auto`` runs on Ray when a cluster address is given (``--address``, ``RAY_ADDRESS``),
+    ``auto`` runs on Ray when a cluster address is given (``--address``, ``RAY_ADDRESS``) or
     when Ray is already initialized in this process (a notebook, a test session: nothing to
-    start) or when the input has more than :data:`AUTO_LOCAL_MAX_ROWS` prediction rows, and
-    in-process (on every CPU) otherwise: up to that size the in-process engine is faster on
-    one machine and its memory stays a few GB.
+    start), and in-process (on every CPU) otherwise, at any size: on one machine it is faster
+    than a local Ray (measured on 2 CPUs at 1M, 4M and 10M rows: no Ray to start, no results
+    through an object store), and neither engine holds more than one partition per worker
+    (the rows go through exchange files), so the row count does not decide.
     """
     if config.engine != "auto":
         return config.engine, f"--engine {config.engine}"
@@ -317,10 +306,7 @@ def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
     ray = sys.modules.get("ray")  # never imported just to ask
     if ray is not None and ray.is_initialized():
         return "ray", "auto: Ray is already initialized in this process"
-    rows = plan.prediction_rows
-    if rows > AUTO_LOCAL_MAX_ROWS:
-        return "ray", f"auto: {rows:,} prediction rows > {AUTO_LOCAL_MAX_ROWS:,}"
-    return "local", f"auto: {rows:,} prediction rows <= {AUTO_LOCAL_MAX_ROWS:,}"
+    return "local", f"auto: one machine: in-process ({plan.prediction_rows:,} prediction rows)"
 
 
 def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:

@@ -1,16 +1,19 @@
-"""The work of a run, as three functions that every engine runs the same way.
+"""The work of a run, as functions that every engine runs the same way.
 
-1. :func:`split_unit`: read one unit (row groups of one file) and split its rows by
-   partition (hash of the id); :func:`read_unit` when there is a single partition.
-2. :func:`check_partition`: join one partition's predictions and references by id and
-   report problems (missing, duplicate or empty references) and reference counts, without
-   scoring; it also returns the joined partition, so that the text is joined once. The
-   driver fails the run here, before any expensive work, if anything is wrong.
-3. :func:`score_joined`: score a checked partition and write ``examples/part-*.parquet``
-   (:func:`score_partition` joins the pieces first: a resumed run whose check was saved).
+1. :func:`exchange_unit`: read one unit (row groups of one file), split its rows by
+   partition (hash of the id) and write them to the unit's exchange file in the staging
+   directory (:mod:`pipeline.io.exchange`): one pass over the input, nothing kept in memory.
+2. :func:`check_partition`: join one partition's ids (and reference counts) from every unit's
+   exchange file and report problems (missing, duplicate or empty references) and reference
+   counts. It reads the id and list-length columns only, never the text. The driver fails
+   the run here, before any expensive work, if anything is wrong.
+3. :func:`score_partition`: read one partition's rows from the exchange files, join them,
+   score and write ``examples/part-*.parquet`` (:func:`score_joined`).
 
-They take and return plain data (Arrow tables, dataclasses), never touch Ray, and keep the
-expensive state (the :class:`~pipeline.scoring.Scorer`) once per worker process.
+Each task holds at most one partition (or one unit) and returns small results (counts, file
+names), so no text passes through the driver or an engine's object store. They take and
+return plain data (Arrow tables, dataclasses), never touch Ray, and keep the expensive state
+(the :class:`~pipeline.scoring.Scorer`) once per worker process.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
+from pipeline.io.exchange import SLICE_ROWS, Exchange, PiecesWriter, read_piece
 from pipeline.io.files import locate
 from pipeline.io.partition import partition_of, split_by_partition
-from pipeline.io.read import read_row_groups
+from pipeline.io.read import iter_row_groups, read_row_groups
 from pipeline.io.schema import (
     RUN_ID_COLUMN,
     RUN_ID_KEY,
@@ -166,6 +170,8 @@ class PartitionResult:
             prediction (``on_missing="zero"``).
         problems: texts over ``max_tokens`` with ``on_long_text="error"`` (nothing written).
         where: where the task ran (:func:`worker_location`).
+        n_groups: distinct values of the task's ``group_by`` columns among the examples
+            (0 without groups): what the aggregate costs per file.
 
     """
 
@@ -181,6 +187,7 @@ class PartitionResult:
     n_missing_predictions: int = 0
     problems: Problems = field(default_factory=Problems)
     where: dict[str, Any] = field(default_factory=dict)
+    n_groups: int = 0
 
 
 @dataclass(frozen=True)
@@ -194,8 +201,8 @@ class PartitionTask:
             :mod:`pipeline.engine.resume`); None writes none.
         run_id: written in the ``run_id`` column and the file metadata.
         signature: written in the file metadata (key ``overlap.signature``).
-        n_prediction_pieces: how many of the task's pieces come from prediction units
-            (first).
+        exchange: where the partition's rows are (every unit's exchange file).
+        group_by: the run's group columns (their distinct values are counted).
         faults: injected faults (tests only, see :mod:`pipeline.engine.faults`), or None.
 
     """
@@ -205,8 +212,9 @@ class PartitionTask:
     marker_uri: str | None
     run_id: str
     signature: str
-    n_prediction_pieces: int
+    exchange: Exchange
     faults: Faults | None = None
+    group_by: tuple[str, ...] = ()
 
 
 def worker_location() -> dict[str, Any]:
@@ -240,7 +248,8 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
     """
     columns = (spec.prediction_read_columns if unit.side == "predictions"
                else spec.reference_read_columns)
-    table = read_row_groups(unit.uri, unit.row_groups, columns)
+    table = read_row_groups(unit.uri, unit.row_groups, columns, size_bytes=unit.size_bytes,
+                            mtime_ns=unit.mtime_ns, what=unit.side)
     check_utf8(table, spec, uri=unit.uri, side=unit.side)
     table = normalize(table, spec, side=unit.side, uri=unit.uri)
     ids = table.column(spec.id_column)
@@ -250,25 +259,115 @@ def read_unit(spec: InputSpec, unit: Unit) -> pa.Table:
     return table
 
 
-def split_unit(spec: InputSpec, unit: Unit, n_partitions: int) -> list[pa.Table]:
-    """Read a unit and split its rows by partition (see :mod:`pipeline.io.partition`).
+@dataclass
+class UnitSplit:
+    """Result of :func:`exchange_unit`.
+
+    Attributes:
+        side: ``predictions`` or ``references``.
+        index: the unit.
+        rows: rows sent to each partition, in partition order.
+        size_bytes: size of the exchange file written.
+        seconds: time spent in the task.
+
+    """
+
+    side: str
+    index: int
+    rows: list[int]
+    size_bytes: int
+    seconds: float
+
+
+@small_result
+def exchange_unit(spec: InputSpec, unit: Unit, exchange: Exchange) -> UnitSplit:
+    """Read a unit, split its rows by partition and write them to its exchange file.
+
+    The unit is read, checked, split and written in slices of at most
+    :data:`~pipeline.io.exchange.SLICE_ROWS` rows: a task holds one slice, however large the
+    input's row groups.
 
     Args:
         spec: the resolved inputs.
         unit: the row groups to read.
-        n_partitions: the number of partitions, >= 2 (with one partition use
-            :func:`read_unit`).
-
-    Returns:
-        ``n_partitions`` tables (normalized types, input row order kept in each).
+        exchange: where the exchange files go, and how many partitions there are.
 
     Raises:
-        InputError: as :func:`read_unit`.
+        InputError: as :func:`read_unit` (the same message: the unit is then read whole).
+        ExecutionError: the storage refused the write (transient: Ray retries it).
 
     """
-    table = read_unit(spec, unit)
-    return split_by_partition(table, partition_of(table.column(spec.id_column), n_partitions),
-                              n_partitions)
+    start = time.perf_counter()
+    n = exchange.n_partitions
+    columns = (spec.prediction_read_columns if unit.side == "predictions"
+               else spec.reference_read_columns)
+    writer = PiecesWriter(locate(exchange.unit_uri(unit.side, unit.index)), n)
+    rows = [0] * n
+    try:
+        for raw in iter_row_groups(unit.uri, unit.row_groups, columns, slice_rows=SLICE_ROWS,
+                                   size_bytes=unit.size_bytes, mtime_ns=unit.mtime_ns,
+                                   what=unit.side):
+            table = _checked(spec, unit, raw)
+            pieces = [table] if n == 1 else split_by_partition(
+                table, partition_of(table.column(spec.id_column), n), n)
+            writer.write(pieces)
+            rows = [r + p.num_rows for r, p in zip(rows, pieces, strict=True)]
+        size = writer.close()
+    except InputError:
+        writer.abort()
+        read_unit(spec, unit)  # the whole unit: the message names its counts and rows
+        raise
+    except BaseException:
+        writer.abort()
+        raise
+    return UnitSplit(unit.side, unit.index, rows, size, time.perf_counter() - start)
+
+
+def _checked(spec: InputSpec, unit: Unit, table: pa.Table) -> pa.Table:
+    """A slice of a unit, checked and normalized as :func:`read_unit` does a whole unit."""
+    check_utf8(table, spec, uri=unit.uri, side=unit.side)
+    table = normalize(table, spec, side=unit.side, uri=unit.uri)
+    if table.column(spec.id_column).null_count:
+        raise InputError(f"{unit.side}: {unit.uri} has null ids")
+    return table
+
+
+def _list_skeleton(refs: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A list column with the same lists, nulls and null elements, every text empty.
+
+    What the check needs of references (how many, which are null) without their text.
+    """
+    if isinstance(refs, pa.ChunkedArray):
+        refs = refs.combine_chunks()
+    refs = refs.cast(pa.large_list(pa.large_string()))
+    values = refs.values
+    skeleton = pc.if_else(pc.is_null(values), pa.scalar(None, pa.large_string()),
+                          pa.scalar("", pa.large_string()))
+    offsets = pc.subtract(refs.offsets, refs.offsets[0]) if len(refs) else refs.offsets
+    start = refs.offsets[0].as_py() if len(refs) else 0
+    stop = refs.offsets[len(refs)].as_py() if len(refs) else 0
+    return pa.LargeListArray.from_arrays(offsets, skeleton.slice(start, stop - start),
+                                         mask=pc.is_null(refs) if refs.null_count else None)
+
+
+def _text_skeleton(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Empty strings where ``texts`` has a value, nulls where it has none."""
+    return pc.if_else(pc.is_null(texts), pa.scalar(None, pa.large_string()),
+                      pa.scalar("", pa.large_string()))
+
+
+def _keys_of(spec: InputSpec, table: pa.Table, side: str) -> pa.Table:
+    """The columns :func:`_join` reads for its checks, texts replaced by their skeletons."""
+    if side == "predictions":
+        columns = {spec.id_column: table.column(spec.id_column)}
+        if spec.layout == "inline":
+            columns[spec.reference_column] = _list_skeleton(
+                table.column(spec.reference_column))
+        return pa.table(columns)
+    refs = table.column(spec.reference_column)
+    return pa.table({spec.id_column: table.column(spec.id_column),
+                     spec.reference_column: _list_skeleton(refs) if spec.layout == "list"
+                     else _text_skeleton(refs)})
 
 
 @dataclass
@@ -378,55 +477,60 @@ def _unique(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.unique(ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids)
 
 
-def check_partition(spec: InputSpec, index: int, n_prediction_pieces: int,
-                    *pieces: pa.Table) -> tuple[PartitionCheck, Joined | None]:
-    """Join one partition and report its problems and reference counts, without scoring.
+@small_result
+def check_partition(spec: InputSpec, index: int, exchange: Exchange) -> PartitionCheck:
+    """Join one partition's ids and report its problems and reference counts, without scoring.
+
+    Only the id column and the references' counts and nulls are read from the exchange
+    files (text columns are never touched on a local filesystem: they are memory-mapped).
 
     Args:
         spec: the resolved inputs.
         index: the partition.
-        n_prediction_pieces: how many of ``pieces`` come from prediction units (first).
-        pieces: this partition's table from every prediction unit, then every reference unit.
-
-    Returns:
-        The check, and the joined partition for :func:`score_joined` (None when the
-        partition has problems: it will not be scored).
+        exchange: where every unit's rows are.
 
     """
     start = time.perf_counter()
-    joined = _join(spec, pieces[:n_prediction_pieces], pieces[n_prediction_pieces:])
+    pred_cols = [spec.id_column] + ([spec.reference_column] if spec.layout == "inline" else [])
+    ref_cols = [spec.id_column, spec.reference_column]
+    n = exchange.n_partitions
+    preds = [_keys_of(spec, read_piece(locate(u), index, n, pred_cols), "predictions")
+             for u in exchange.uris("predictions")]
+    refs = [_keys_of(spec, read_piece(locate(u), index, n, ref_cols), "references")
+            for u in exchange.uris("references")]
+    joined = _join(spec, preds, refs)
     lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
-    check = PartitionCheck(
+    return PartitionCheck(
         index=index, n_examples=len(lengths),
         min_references=int(lengths.min()) if len(lengths) else 0,
         max_references=int(lengths.max()) if len(lengths) else 0,
         problems=joined.problems, seconds=time.perf_counter() - start,
         skipped=joined.skipped)
-    return check, (None if joined.problems.counts else joined)
 
 
 @small_result
-def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
-                    *pieces: pa.Table) -> PartitionResult:
-    """Join one partition's pieces, then :func:`score_joined` (a run whose check was saved).
+def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
+                    ) -> PartitionResult:
+    """Read one partition's rows from the exchange files, join them, :func:`score_joined`.
 
     Args:
         spec: the resolved inputs.
         settings: scoring settings.
-        task: the partition, where to write, how to label.
-        pieces: as in :func:`check_partition`.
+        task: the partition, where its rows are, where to write, how to label.
 
     Raises:
         InputError: the partition has a problem (the check stage should have caught it).
-        ExecutionError: the storage refused a write (transient: Ray retries it).
+        ExecutionError: the storage refused a read or a write (transient: Ray retries it).
 
     """
     start = time.perf_counter()
-    joined = _join(spec, pieces[:task.n_prediction_pieces], pieces[task.n_prediction_pieces:])
+    ex = task.exchange
+    n = ex.n_partitions
+    joined = _join(spec, [read_piece(locate(u), task.index, n) for u in ex.uris("predictions")],
+                   [read_piece(locate(u), task.index, n) for u in ex.uris("references")])
     return score_joined(spec, settings, task, joined, started=start)
 
 
-@small_result
 def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                  joined: Joined, *, started: float | None = None) -> PartitionResult:
     """Score and write one joined partition's examples, then its completion marker.
@@ -438,7 +542,7 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
         spec: the resolved inputs.
         settings: scoring settings.
         task: the partition, where to write, how to label.
-        joined: the partition, from :func:`check_partition`.
+        joined: the partition, joined by :func:`score_partition`.
         started: when the task started (``time.perf_counter``), for ``seconds``.
 
     Returns:
@@ -509,10 +613,13 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
     loc = locate(task.part_uri)
     size = write_parquet(table, loc, metadata={SIGNATURE_KEY: task.signature.encode(),
                                                  RUN_ID_KEY: run_id.encode()})
+    n_groups = (table.select(list(task.group_by)).group_by(list(task.group_by),
+                                                            use_threads=False)
+                .aggregate([]).num_rows if task.group_by else 0)
     return _completed(task, PartitionResult(
         index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count - n_missing, zero_token,
         one_line, time.perf_counter() - start, n_truncated=int(truncated.sum()),
-        n_missing_predictions=n_missing))
+        n_missing_predictions=n_missing, n_groups=n_groups))
 
 
 def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
@@ -521,6 +628,26 @@ def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
     if task.marker_uri is not None:
         write_json(dataclasses.asdict(result), locate(task.marker_uri))
     return result
+
+
+@small_result
+def aggregate_sums(uri: str, part: int, columns: Sequence[str], group_by: Sequence[str],
+                   id_column: str | None) -> Any:
+    """A part's mergeable sums (:func:`pipeline.aggregate.part_sums_of_file`)."""
+    from pipeline.aggregate import part_sums_of_file
+
+    return part_sums_of_file(uri, part, columns, group_by, id_column)
+
+
+@small_result
+def aggregate_resamples(uri: str, columns: Sequence[str], group_by: Sequence[str],
+                        id_column: str | None, scales: Any, n_bootstrap: int, seed: int
+                        ) -> Any:
+    """A part's share of the bootstrap (:func:`pipeline.aggregate.part_resamples_of_file`)."""
+    from pipeline.aggregate import part_resamples_of_file
+
+    return part_resamples_of_file(uri, columns, group_by, id_column, scales, n_bootstrap,
+                                  seed)
 
 
 def warm_up(settings: ScoringSettings) -> int:

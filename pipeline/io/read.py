@@ -6,11 +6,13 @@ unreadable file before work starts and gives row counts without reading data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
@@ -77,25 +79,117 @@ def read_footers(locations: Sequence[Location], *, what: str) -> list[InputFile]
         return list(pool.map(lambda loc: read_footer(loc, what=what), locations))
 
 
-def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str]) -> pa.Table:
+def check_unchanged(loc: Location, *, size_bytes: int | None, mtime_ns: int | None,
+                    what: str) -> None:
+    """Check that a file is still the one whose footer planned the run.
+
+    A run's plan and its manifest describe each input by its footer, size and modification
+    time; rows read from a file rewritten since then would be scored under the old file's
+    description. Called after the rows are read, so that a rewrite before or during the
+    read is seen (a rewrite keeping both the size and the modification time is not).
+
+    Args:
+        loc: the file.
+        size_bytes: its size when planned (None: not checked).
+        mtime_ns: its modification time when planned, ns (None: not checked; storages
+            without one report None).
+        what: ``predictions`` or ``references``, for the message.
+
+    Raises:
+        InputError: the file is gone, or its size or modification time changed (names
+            the file; exit 2: the run is refused and writes nothing of its own; running the
+            command again plans the new content).
+
+    """
+    if size_bytes is None and mtime_ns is None:
+        return
+    try:
+        info = loc.fs.get_file_info(loc.path)
+    except OSError as e:
+        raise InputError(f"{what}: cannot check {loc.uri} after reading it: {e}") from None
+    gone = info.type != pafs.FileType.File
+    if not gone and (size_bytes is None or info.size == size_bytes) \
+            and (mtime_ns is None or info.mtime_ns is None or info.mtime_ns == mtime_ns):
+        return
+    now = "it is gone" if gone else f"now {info.size} bytes, modified {_when(info.mtime_ns)}"
+    raise InputError(f"{what}: {loc.uri} changed while the run read it (planned from "
+                     f"{size_bytes} bytes, modified {_when(mtime_ns)}; {now}); the run stops "
+                     "without scoring it", hint="run the command again once nothing writes "
+                     "to the input")
+
+
+def _when(mtime_ns: int | None) -> str:
+    if mtime_ns is None:
+        return "at an unknown time"
+    stamp = datetime.fromtimestamp(mtime_ns / 1e9, tz=timezone.utc)
+    return stamp.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str], *,
+                    size_bytes: int | None = None, mtime_ns: int | None = None,
+                    what: str = "input") -> pa.Table:
     """Read some row groups and columns of one file.
 
     Args:
         uri: the file.
         row_groups: row group indices, ascending.
         columns: column names to read (others are not read at all).
+        size_bytes: the file's size when planned; with ``mtime_ns``, checked after the read
+            (:func:`check_unchanged`).
+        mtime_ns: the file's modification time when planned.
+        what: ``predictions`` or ``references``, for messages.
 
     Raises:
-        InputError: the file cannot be read (names the file).
+        InputError: the file cannot be read, or changed since it was planned (names the
+            file).
 
     """
     loc = locate(uri)
     try:
         with loc.fs.open_input_file(loc.path) as fh:
-            return pq.ParquetFile(fh).read_row_groups(list(row_groups), columns=list(columns),
-                                                      use_threads=False)
+            table = pq.ParquetFile(fh).read_row_groups(list(row_groups),
+                                                       columns=list(columns),
+                                                       use_threads=False)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"cannot read {uri}: {e}") from None
+    check_unchanged(loc, size_bytes=size_bytes, mtime_ns=mtime_ns, what=what)
+    return table
+
+
+def iter_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str], *,
+                    slice_rows: int, size_bytes: int | None = None,
+                    mtime_ns: int | None = None, what: str = "input") -> Iterator[pa.Table]:
+    """Read some row groups and columns of one file in slices of at most ``slice_rows`` rows.
+
+    The rows come in file order; at most one slice (and the reader's buffers) is held at a
+    time, whatever the size of the row groups. After the last slice the file is checked to
+    be the one planned (:func:`check_unchanged`), as :func:`read_row_groups` does: a caller
+    must not take the slices for good before the iteration ends.
+
+    Args:
+        uri: the file.
+        row_groups: row group indices, ascending.
+        columns: column names to read (others are not read at all).
+        slice_rows: rows per slice, >= 1.
+        size_bytes: the file's size when planned (see :func:`read_row_groups`).
+        mtime_ns: the file's modification time when planned.
+        what: ``predictions`` or ``references``, for messages.
+
+    Raises:
+        InputError: the file cannot be read, or changed since it was planned (names the
+            file).
+
+    """
+    loc = locate(uri)
+    try:
+        with loc.fs.open_input_file(loc.path) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(
+                    batch_size=slice_rows, row_groups=list(row_groups), columns=list(columns),
+                    use_threads=False):
+                yield pa.Table.from_batches([batch])
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read {uri}: {e}") from None
+    check_unchanged(loc, size_bytes=size_bytes, mtime_ns=mtime_ns, what=what)
 
 
 def read_columns(locations: Sequence[Location], columns: Sequence[str]) -> pa.Table:

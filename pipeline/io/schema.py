@@ -9,7 +9,9 @@ Reference layouts (``InputSpec.layout``):
 | ``rows`` | a separate table keyed by id, one row per reference (a string column) |
 
 Text is read as ``large_string`` (64-bit offsets: a partition may exceed 2 GiB of text),
-ids as ``large_string`` or ``int64``.
+ids as ``large_string`` or ``int64``. Encoded columns (dictionary, as pandas writes a
+``Categorical``; ``string_view`` and the other views) are taken as their plain type
+(:func:`plain_type`) and cast when read.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ class InputSpec:
         reference_column: the references column (list or string, per ``layout``).
         layout: one of ``LAYOUTS``.
         carry_columns: predictions columns copied to the examples (group-by first).
-        carry_types: their Arrow types: as in the input, or when files differ in the type
+        carry_types: their Arrow types: as in the input (dictionary and view columns
+            decoded, see :func:`plain_type`), or when files differ in the type
             (``string`` here, ``large_string`` there) the widest of the kind
             (``large_string``, ``int64``, ``large_list<large_string>``).
         keep_text: copy the prediction text to the examples.
@@ -107,15 +110,50 @@ class InputSpec:
         return pa.large_string() if self.id_kind == "string" else pa.int64()
 
 
+def plain_type(t: pa.DataType) -> pa.DataType:
+    """The type an input column is read as when it is stored encoded.
+
+    A dictionary column (a pandas ``Categorical``) is read as its values' type, a view
+    (``string_view``, ``binary_view``, ``list_view``) as the 64-bit-offset type of the same
+    values (``large_string``, ``large_binary``, ``large_list``), and lists of those as lists
+    of the plain type; every other type is kept. The values are the same: the pipeline
+    casts each column with ``pyarrow.compute.cast`` when it is read
+    (:func:`normalize`), so an encoded column scores and groups as the plain one.
+
+    Args:
+        t: the column's Arrow type in the file.
+
+    Returns:
+        The plain type (``t`` itself when it is not encoded).
+
+    """
+    if pa.types.is_dictionary(t):
+        return plain_type(t.value_type)
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.large_list(plain_type(t.value_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        value = plain_type(t.value_type)
+        if value != t.value_type:
+            return (pa.list_ if pa.types.is_list(t) else pa.large_list)(value)
+    return t
+
+
 def _is_text(t: pa.DataType) -> bool:
+    t = plain_type(t)
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _is_text_list(t: pa.DataType) -> bool:
+    t = plain_type(t)
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
 
 
 def _id_kind(t: pa.DataType) -> str | None:
+    t = plain_type(t)
     if _is_text(t):
         return "string"
     if pa.types.is_integer(t):
@@ -150,6 +188,7 @@ def _column_type(files: Sequence[InputFile], column: str, *, what: str,
 
 
 def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    a, b = plain_type(a), plain_type(b)
     if a == b:
         return True
     if _is_text(a) and _is_text(b):
@@ -247,6 +286,7 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
 def _groupable(t: pa.DataType) -> bool:
     """Types whose values form groups (scalars that Arrow can hash and sort)."""
+    t = plain_type(t)
     return (_is_text(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
             or pa.types.is_boolean(t) or pa.types.is_temporal(t) or pa.types.is_decimal(t)
             or pa.types.is_binary(t) or pa.types.is_large_binary(t))
@@ -256,7 +296,8 @@ def _carry_type(files: Sequence[InputFile], column: str) -> pa.DataType:
     """The input type of a ride-along column, widened when files differ (see InputSpec)."""
     t = _column_type(files, column, what="predictions")[0]
     if all(f.schema.field(column).type == t for f in files):
-        return t
+        return plain_type(t)
+    t = plain_type(t)
     if _is_text(t):
         return pa.large_string()
     if pa.types.is_integer(t):
@@ -340,6 +381,8 @@ def check_utf8(table: pa.Table, spec: InputSpec, *, uri: str, side: str) -> None
         names += [spec.reference_column] if spec.reference_column in table.column_names else []
     for name in names:
         column = table.column(name)
+        if plain_type(column.type) != column.type:  # dictionary or view: check the values
+            column = pc.cast(column, plain_type(column.type))
         try:
             column.validate(full=True)
         except pa.ArrowInvalid:
@@ -394,4 +437,4 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
 
 __all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN",
            "TRUNCATED_COLUMN", "InputSettings", "InputSpec", "check_utf8",
-           "example_schema", "normalize", "resolve_inputs"]
+           "example_schema", "normalize", "plain_type", "resolve_inputs"]

@@ -832,3 +832,147 @@ def lcs_mark_long(tokens, a_start, a_len, b_start, b_len, loc, long_masks, mark)
                 j -= 1
             else:
                 i -= 1
+
+
+@njit(cache=True, nogil=True)
+def lcs_alignment(tokens, a_start, a_len, b_start, b_len, vocab_size):
+    """Rouge-score's backtracked LCS of ``a`` and ``b`` as position pairs, in linear memory.
+
+    The walk of :func:`lcs_mark_long` (the same bit rows, checkpoints and tie rule:
+    rouge-score 0.1.2 ``_backtrack_norec`` on ``_lcs_table(a, b)``, ``a`` the rows), with
+    both positions of each match kept: what ``overlap explain`` shows for rougeL.
+
+    Args:
+        tokens: int32 token ids, values in ``[0, vocab_size)``.
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length, >= 0.
+        b_start: start of the column sequence (the prediction).
+        b_len: its length, >= 0.
+        vocab_size: number of distinct token ids, >= 1.
+
+    Returns:
+        int64, shape (L, 2): ``(a position, b position)`` of each match, increasing in
+        both, L the LCS length. Time O(a_len * b_len / 64) word operations (each row is
+        computed twice); memory O(sqrt(a_len) * b_len / 64 + a_len + b_len + vocab_size)
+        words (about 12 MiB for two 100,000-token texts).
+
+    """
+    n_max = min(a_len, b_len)
+    out = np.empty((n_max, 2), dtype=np.int64)
+    if n_max == 0:
+        return out
+    loc = np.full(vocab_size, -1, dtype=np.int32)
+    long_masks = build_long_masks(tokens, b_start, b_len, loc)
+    n_words = (b_len + 63) >> 6
+    scratch = np.zeros((1, n_words), dtype=np.uint64)
+    k = int(np.sqrt(a_len)) + 1
+    ckpt = np.empty((a_len // k + 1) * n_words, dtype=np.uint64)
+    v = np.empty(n_words, dtype=np.uint64)
+    for w in range(n_words):
+        v[w] = _ONES
+        ckpt[w] = _ONES
+    for i in range(1, a_len + 1):
+        t = tokens[a_start + i - 1]
+        if loc[t] >= 0:
+            _advance_long(v, v, t, loc, long_masks, scratch, n_words)
+        if i % k == 0:
+            ckpt[(i // k) * n_words:(i // k + 1) * n_words] = v
+    block = np.empty((k + 1) * n_words, dtype=np.uint64)
+    prefix = np.empty((k + 1) * (n_words + 1), dtype=np.int64)
+    n = 0
+    i = a_len
+    j = b_len
+    while i > 0 and j > 0:
+        s = ((i - 1) // k) * k
+        block[0:n_words] = ckpt[(s // k) * n_words:(s // k + 1) * n_words]
+        for r in range(1, i - s + 1):
+            _advance_long(block[(r - 1) * n_words:r * n_words],
+                          block[r * n_words:(r + 1) * n_words], tokens[a_start + s + r - 1],
+                          loc, long_masks, scratch, n_words)
+        for r in range(i - s + 1):
+            base = r * (n_words + 1)
+            prefix[base] = 0
+            for w in range(n_words):
+                prefix[base + w + 1] = prefix[base + w] + 64 - popcount64(
+                    block[r * n_words + w])
+        while i > s and j > 0:
+            if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+                out[n, 0] = i - 1
+                out[n, 1] = j - 1
+                n += 1
+                i -= 1
+                j -= 1
+            elif (_value(block, prefix, i - s, j - 1, n_words)
+                  > _value(block, prefix, i - s - 1, j, n_words)):
+                j -= 1
+            else:
+                i -= 1
+    pairs = np.empty((n, 2), dtype=np.int64)
+    for q in range(n):
+        pairs[q, 0] = out[n - 1 - q, 0]
+        pairs[q, 1] = out[n - 1 - q, 1]
+    return pairs
+
+
+@njit(cache=True, nogil=True)
+def union_lcs_alignment(tokens, n_ref, ref_bounds, pred_bounds, vocab_size):
+    """For rougeLsum's union LCS: per reference position, the prediction position it pairs with.
+
+    For each reference sentence and each prediction sentence in order, rouge-score's
+    backtracked LCS of the two (``_union_lcs`` calls ``lcs_ind`` per prediction sentence);
+    a reference position on any of them is in the union, paired with the prediction
+    position of the first prediction sentence whose LCS takes it.
+
+    Args:
+        tokens: int32 token ids: the reference's ``n_ref`` tokens, then the prediction's;
+            values in ``[0, vocab_size)``.
+        n_ref: number of reference tokens.
+        ref_bounds: int64, shape (S, 2): ``[start, end)`` of each reference sentence, in
+            reference positions.
+        pred_bounds: int64, shape (Q, 2): the same for the prediction's sentences, in
+            prediction positions.
+        vocab_size: number of distinct token ids, >= 1.
+
+    Returns:
+        int64, shape (n_ref,): the paired prediction position, -1 off the union. Time
+        O(sum over sentence pairs of their cells), like the scorer's; memory
+        ``FULL_TABLE_MAX_CELLS`` int32 cells, and pairs larger than that as
+        :func:`lcs_alignment`.
+
+    """
+    first = np.full(n_ref, -1, dtype=np.int64)
+    tab = np.empty(FULL_TABLE_MAX_CELLS, dtype=np.int32)
+    for s in range(ref_bounds.shape[0]):
+        a_start = ref_bounds[s, 0]
+        a_len = ref_bounds[s, 1] - a_start
+        if a_len <= 0:
+            continue
+        for q in range(pred_bounds.shape[0]):
+            b_start = n_ref + pred_bounds[q, 0]
+            b_len = pred_bounds[q, 1] - pred_bounds[q, 0]
+            if b_len <= 0:
+                continue
+            w = b_len + 1
+            if (a_len + 1) * w > tab.shape[0]:
+                pairs = lcs_alignment(tokens, a_start, a_len, b_start, b_len, vocab_size)
+                for k in range(pairs.shape[0]):
+                    r = a_start + pairs[k, 0]
+                    if first[r] < 0:
+                        first[r] = b_start - n_ref + pairs[k, 1]
+                continue
+            for j in range(w):
+                tab[j] = 0
+            _fill_rows(tokens, a_start, b_start, b_len, tab, 0, a_len)
+            i = a_len
+            j = b_len
+            while i > 0 and j > 0:
+                if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
+                    if first[a_start + i - 1] < 0:
+                        first[a_start + i - 1] = b_start - n_ref + j - 1
+                    i -= 1
+                    j -= 1
+                elif tab[i * w + j - 1] > tab[(i - 1) * w + j]:
+                    j -= 1
+                else:
+                    i -= 1
+    return first

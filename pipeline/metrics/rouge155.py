@@ -60,6 +60,11 @@ MULTI_REFERENCE_RULES = ("pooled", "best-recall", "max", "mean")
 MEASURES = ("precision", "recall", "fmeasure")
 DEFAULT_WLCS_WEIGHT = 1.2
 DEFAULT_ALPHA = 0.5
+# ROUGE-W's weight range. Below 1, k ** weight is subadditive: a sentence's weighted
+# matches can exceed its weighted length and recall exceeds 1 (weight 0.5 gave 4.04).
+# Above 5 a text's weighted units, (tokens ** weight) ** weight, may leave float64: at 5
+# they stay below 1e308 for texts up to 2**31 tokens (2 ** (31 * 25) ~ 1e233).
+WLCS_WEIGHT_RANGE = (1.0, 5.0)
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,8 @@ class Rouge155Options:
         limit_words: keep only the first N words of each text (``-l N``); 0: no limit.
         limit_bytes: keep only the first N bytes of each text (``-b N``); 0: no limit.
         alpha: F-measure weight (``-p``), in [0, 1]: F = 1 / (alpha / P + (1 - alpha) / R).
-        wlcs_weight: ROUGE-W's weight (``-w``), > 0: a run of k matches weighs k ** weight.
+        wlcs_weight: ROUGE-W's weight (``-w``), in [1, 5] (:data:`WLCS_WEIGHT_RANGE`): a run
+            of k matches weighs k ** weight.
         multi_reference: ``pooled`` (``-f A``, the script's default), ``best-recall``
             (``-f B``), ``max`` (highest F, first on ties) or ``mean``.
 
@@ -108,8 +114,15 @@ class Rouge155Options:
                               "refuses -l with -b)")
         if not 0.0 <= float(self.alpha) <= 1.0:
             raise ConfigError(f"alpha must be in [0, 1], not {self.alpha!r}")
-        if not float(self.wlcs_weight) > 0.0:
-            raise ConfigError(f"wlcs_weight must be > 0, not {self.wlcs_weight!r}")
+        low, high = WLCS_WEIGHT_RANGE
+        try:
+            weight = float(self.wlcs_weight)
+        except (TypeError, ValueError):
+            weight = float("nan")
+        if not low <= weight <= high:
+            raise ConfigError(f"wlcs_weight (the script's -w) must be a number in [{low:g}, "
+                              f"{high:g}], not {self.wlcs_weight!r}: below 1 recall exceeds 1, "
+                              "above 5 the weighted units of a long text leave float64")
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> Rouge155Options:
@@ -244,6 +257,19 @@ def _offsets(sizes: list[int]) -> np.ndarray:
     return out
 
 
+def _kernel_gap(max_gap: int, batch: _Batch) -> int:
+    """The skip-bigram gap to hand the kernel: -1 (no limit) for any gap that allows all.
+
+    In a text of n tokens the most tokens between the two of a skip bigram is n - 2, so a
+    gap of at least the batch's longest text length minus 2 counts every pair, as no limit
+    does; the script compares the gap as a number, so a larger gap is the same there. A gap
+    of any size is accepted (``rougeS99999999999999999999`` is rougeS's values under its
+    own name), and the kernel, whose gap is an int64, never sees one past its longest text.
+    """
+    longest = int(np.diff(batch.clip_offsets).max(initial=0))
+    return -1 if max_gap < 0 or max_gap >= longest - 2 else max_gap
+
+
 def _pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
                     kinds: Sequence[_Kind], options: Rouge155Options) -> np.ndarray:
     """Per pair and metric: hit, reference units, prediction units, and the ``-f B`` score.
@@ -268,8 +294,8 @@ def _pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
             pick = _round5(_safe_ratio(hit, ref_units)) if best else hit
         elif kind.kind == "S":
             stats = skip_bigram_pairs(batch.clip_tokens, batch.clip_offsets, pair_pred,
-                                      pair_ref, kind.max_gap, kind.unigrams,
-                                      batch.vocab_size).astype(np.float64)
+                                      pair_ref, _kernel_gap(kind.max_gap, batch),
+                                      kind.unigrams, batch.vocab_size).astype(np.float64)
             hit, pred_units, ref_units = stats[:, 0], stats[:, 1], stats[:, 2]
             pick = _round5(_safe_ratio(hit, ref_units)) if best else hit
         else:
@@ -404,7 +430,8 @@ def _number(flag: str, value: str, kind: type) -> Any:
     try:
         return kind(value)
     except ValueError:
-        raise ConfigError(f"rouge155 flag -{flag}: {value!r} is not a number") from None
+        what = "a whole number" if kind is int else "a number"
+        raise ConfigError(f"rouge155 flag -{flag}: {value!r} is not {what}") from None
 
 
 def parse_rouge155_flags(text: str) -> tuple[tuple[str, ...], dict[str, Any], list[str]]:
@@ -518,7 +545,8 @@ OPTIONS = (
            "F = 1 / (alpha / P + (1 - alpha) / R), in [0, 1]; signature alpha when not 0.5.",
            minimum=0.0),
     Option("wlcs_weight", DEFAULT_WLCS_WEIGHT, "rougeWsum: a run of k consecutive matches "
-           "weighs k ** weight (the script's -w; signature wlcs).", minimum=0.0),
+           "weighs k ** weight (the script's -w; signature wlcs), in [1, 5].",
+           minimum=WLCS_WEIGHT_RANGE[0]),
 )
 
 
@@ -606,5 +634,6 @@ class Rouge155:
 FAMILY = Rouge155()
 
 __all__ = ["FAMILY", "MULTI_REFERENCE_RULES", "NAMES", "OPTIONS", "Rouge155",
-           "Rouge155Options", "STEMMERS", "STOPWORDS", "f_alpha", "parse_rouge155_flags",
+           "Rouge155Options", "STEMMERS", "STOPWORDS", "WLCS_WEIGHT_RANGE", "f_alpha",
+           "parse_rouge155_flags",
            "rouge_spec", "score_rouge155"]

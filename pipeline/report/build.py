@@ -20,9 +20,21 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
-from pipeline.report.html import esc, facts, histogram_svg, marked_text, num, page, table
+from pipeline.report.html import (
+    esc,
+    facts,
+    histogram_svg,
+    marked_text,
+    num,
+    page,
+    table,
+    trend_svg,
+    word_diff_html,
+)
 
 _ROUGE = re.compile(r"rouge([1-9]|L|Lsum)")
+# Tables of a report with more groups show this many rows (the files hold them all).
+MAX_GROUP_ROWS = 500
 _SKIP_NOTES = {
     "zero_token_texts": "texts with visible characters produced no token (try --tokenizer "
                         "unicode)",
@@ -107,23 +119,35 @@ def _aggregate_tables(run: Any, agg: pd.DataFrame) -> list[str]:
     out.append(table(["metric", "n", *measures], rows, caption="the whole run"))
     by_group = means[means["scope"] == "group"]
     if groups and not by_group.empty:
-        # one measure per metric: fmeasure when the metric has one, else its first
-        main = {m: ("fmeasure" if "fmeasure" in set(part["measure"]) else part["measure"].iloc[0])
-                for m, part in by_group.groupby("metric", sort=False)}
-        metrics = list(dict.fromkeys(by_group["metric"]))
-        rows = []
-        for values, part in by_group.groupby(groups, sort=False, dropna=False):
-            values = values if isinstance(values, tuple) else (values,)
-            here = part.set_index(["metric", "measure"])
-            cells: list[Any] = [", ".join(str(v) for v in values), int(part["n_examples"].iloc[0])]
-            for m in metrics:
-                key = (m, main[m])
-                cells.append(_cell(here.loc[key] if key in here.index else None,
-                                   two_lines=True))
-            rows.append(cells)
+        # one measure per metric: fmeasure when the metric has one, else its first; one pass
+        # over the rows (a lookup per group and metric, not a frame operation per group)
+        measures_of: dict[str, list[str]] = {}
+        for metric, measure in zip(by_group["metric"], by_group["measure"], strict=True):
+            measures_of.setdefault(metric, [])
+            if measure not in measures_of[metric]:
+                measures_of[metric].append(measure)
+        main = {m: ("fmeasure" if "fmeasure" in ms else ms[0]) for m, ms in measures_of.items()}
+        metrics = list(measures_of)
+        cells_of: dict[tuple, dict[str, Any]] = {}
+        counts: dict[tuple, int] = {}
+        records = by_group[[*groups, "metric", "measure", "mean", "ci_low", "ci_high",
+                            "n_examples"]].to_dict("records")
+        for r in records:
+            key = tuple("nan" if isinstance(r[g], float) and np.isnan(r[g]) else r[g]
+                        for g in groups)
+            counts.setdefault(key, int(r["n_examples"]))
+            if r["measure"] == main[r["metric"]]:
+                cells_of.setdefault(key, {})[r["metric"]] = r
+        shown = list(counts)[:MAX_GROUP_ROWS]
+        rows = [[", ".join(str(v) for v in key), counts[key],
+                 *(_cell(cells_of.get(key, {}).get(m), two_lines=True) for m in metrics)]
+                for key in shown]
+        left = len(counts) - len(shown)
         out.append(table([", ".join(groups), "n", *(f"{m}.{main[m]}" for m in metrics)], rows,
                          caption="by group (every measure of every group is in "
-                                 "aggregate.parquet)"))
+                                 "aggregate.parquet)" + (f"; the first {len(shown)} of "
+                                                         f"{len(counts)} groups shown"
+                                                         if left else "")))
     rates = agg[agg["statistic"] == "pass_rate"]
     if not rates.empty:
         rows = [["(all)" if r["scope"] == "all" else ", ".join(str(r[g]) for g in groups),
@@ -142,8 +166,113 @@ def _values(run: Any, measures: Sequence[tuple[str, str]]) -> dict[tuple[str, st
     return {cols[c]: frame[c].to_numpy(dtype=np.float64) for c in cols}
 
 
-def _compare_section(result: Any) -> list[str]:
-    doc = result.to_document()
+def _verdict_section(doc: dict[str, Any]) -> list[str]:
+    """The verdict and one line per alarm, first in the page (the same as compare's)."""
+    alarms = doc.get("alarms") or []
+    rows = {(r["group"], r["metric"], r["measure"]): r for r in doc["rows"]}
+    by_group = {r["group"]: r for r in doc["rows"]}
+    items = []
+    for a in alarms:
+        if a["kind"] == "missing":
+            r = by_group.get(a["group"], {})
+            lost, paired = r.get("n_baseline_only", 0), r.get("n_paired", 0)
+            items.append(f"missing: {a['group']}: {lost} of {lost + paired} baseline examples "
+                         "have no candidate")
+            continue
+        r = rows.get((a["group"], a["metric"], a["measure"]), {})
+        name = f"{a['group']} {a['metric']}.{a['measure']}"
+        if a["kind"] == "change":
+            items.append(f"change: {name}: {num(r.get('delta'), '+.4f')}, p adjusted "
+                         f"{num(r.get('p_adjusted'), '.3g')}, beyond the "
+                         f"{r.get('band_source', 'static')} band {num(r.get('band'), '.4g')}")
+        else:
+            items.append(f"drift: {name}: the control chart is beyond its limit (p adjusted "
+                         f"{num(r.get('drift_p'), '.3g')})")
+    head = (f'<strong class="flag" style="color:#b3261e">ALARM</strong>: {len(alarms)} '
+            f"alarm{'s' if len(alarms) != 1 else ''}" if alarms else "<strong>no alarm</strong>")
+    out = [f'<div class="verdict{" alarm" if alarms else ""}"><p>{head} (candidate '
+           f"{esc(doc['candidate']['run_id'])} against baseline "
+           f"{esc(doc['baseline']['run_id'])})</p>"]
+    if items:
+        out.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>")
+    bands = doc.get("bands") or []
+    if bands:
+        out.append('<p class="muted">' + "<br>".join(esc(b) for b in bands) + "</p>")
+    out.append("</div>")
+    return out
+
+
+def _trend_section(result: Any, doc: dict[str, Any]) -> list[str]:
+    """Per measure, the overall nightly values with tonight's band and the alarms marked."""
+    history = result.history
+    if history is None or not history.nights:
+        return []
+    from pipeline.compare.history import History, Night, run_values
+
+    overall = [r for r in doc["rows"] if r["group"] == "all"]
+    keys = pd.DataFrame([{"group": "all", "metric": r["metric"], "measure": r["measure"],
+                          "statistic": r["statistic"]} for r in overall])
+    tonight = History("candidate", (Night("", "", "", run_values(result.candidate)),), 1)
+    series = np.concatenate([history.series(keys), tonight.series(keys)], axis=1)
+    dates = [n.run_date for n in history.nights] + ["tonight"]
+    past = _past_alarms(history)
+    out = ["<h2>Nightly trend</h2>", '<div class="hists">']
+    for k, r in enumerate(overall):
+        name = f"{r['metric']}.{r['measure']}"
+        marks = [(i, kind) for i, n in enumerate(history.nights)
+                 for kind in past.get((n.run_date, n.run_id), {}).get(name, [])]
+        marks += [(len(dates) - 1, a["kind"]) for a in doc.get("alarms") or []
+                  if a["group"] == "all" and f"{a['metric']}.{a['measure']}" == name]
+        level = r.get("drift_statistic")
+        ref = None
+        if level is not None:
+            from pipeline.compare.bands import MIN_NIGHTS
+
+            first = series[k, :-1][np.isfinite(series[k, :-1])][:MIN_NIGHTS]
+            ref = float(np.median(first)) if first.size else None
+        out.append(trend_svg(dates, series[k], label=f"{name}: {len(dates) - 1} nights and "
+                             f"tonight; band {r.get('band_source')} {num(r.get('band'), '.4g')}",
+                             band=r.get("band"), level=ref, alarms=marks))
+    out.append('</div><p class="muted">Blue line: the mean of every night (from each run\'s '
+               "aggregate.parquet); grey box: tonight's band around the night before (a change "
+               "beyond it, and significant, alarms); dashed line: the drift chart's reference "
+               "level (the median of the window's first nights); red points: nights that "
+               "alarmed (C change, D drift, M missing; earlier nights from their "
+               "compare.json under ROOT/compare when present). A step is one jump out of the "
+               "box; a drift is a slope away from the dashed line; noise stays around it.</p>")
+    return out
+
+
+def _past_alarms(history: Any) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """Alarms of earlier nights, from ``ROOT/compare/run_date=D/run_id=ID/compare.json``."""
+    import json
+
+    from pipeline.io.runs import filesystem
+
+    out: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for n in history.nights:
+        path = f"{history.source.rstrip('/')}/compare/run_date={n.run_date}/run_id={n.run_id}"
+        try:
+            fs, where = filesystem(path)
+            with fs.open_input_stream(f"{where}/compare.json") as fh:
+                doc = json.loads(fh.read().decode("utf-8"))
+            alarms = doc.get("alarms") or []
+        except Exception:  # noqa: BLE001 - a missing or foreign file only leaves marks out
+            continue
+        marks: dict[str, list[str]] = {}
+        for a in alarms if isinstance(alarms, list) else []:
+            if isinstance(a, dict) and a.get("group") in ("all", None):
+                if a.get("kind") == "missing":
+                    for m in doc.get("settings", {}).get("measures", []):
+                        marks.setdefault(str(m), []).append("missing")
+                else:
+                    marks.setdefault(f"{a.get('metric')}.{a.get('measure')}", []).append(
+                        str(a.get("kind")))
+        out[(n.run_date, n.run_id)] = marks
+    return out
+
+
+def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
     s = doc["settings"]
     p = doc["pairing"]
     level = f"{s['confidence']:.0%}"
@@ -153,21 +282,40 @@ def _compare_section(result: Any) -> list[str]:
                    f"{p['n_candidate_only']} only in this run"),
         ("method", f"delta = mean(this run - baseline); {level} paired bootstrap interval "
                    f"({s['n_bootstrap']} resamples, seed {s['seed']}); p: paired approximate "
-                   f"randomization; alarm: interval excludes 0 and |delta| > {s['band']:g}"),
+                   f"randomization, adjusted across the rows ({s.get('adjust', 'none')}); "
+                   "alarm: adjusted p < 1 - confidence and |delta| > the row's band"),
         ("verdict", ("html", '<strong class="flag" style="color:#b3261e">ALARM</strong>'
                      if doc["alarm"] else "no alarm")),
     ])]
     rows, classes = [], []
-    for r in doc["rows"]:
+    every = doc["rows"]
+    picked = [r for r in every if r["group"] == "all" or r["alarm"] or r.get("missing")
+              or r.get("drift")]
+    if len(every) <= MAX_GROUP_ROWS:
+        picked = every
+    else:
+        seen = {id(r) for r in picked}
+        picked += [r for r in every if id(r) not in seen][:max(MAX_GROUP_ROWS - len(picked), 0)]
+        order = {id(r): i for i, r in enumerate(every)}
+        picked.sort(key=lambda r: order[id(r)])
+    for r in picked:
+        flags = ((["ALARM"] if r["alarm"] else []) + (["MISSING"] if r.get("missing") else [])
+                 + (["DRIFT"] if r.get("drift") else []))
         rows.append([r["group"], f"{r['metric']}.{r['measure']}", r["n_paired"],
                      num(r["baseline_mean"]), num(r["candidate_mean"]),
                      num(r["delta"], "+.4f"),
                      f"[{num(r['ci_low'], '+.4f')}, {num(r['ci_high'], '+.4f')}]",
-                     num(r["p_value"], ".3f"),
-                     ("html", '<span class="flag">ALARM</span>') if r["alarm"] else "\u2013"])
-        classes.append("alarm" if r["alarm"] else "")
+                     num(r["p_value"], ".3f"), num(r.get("p_adjusted"), ".3f"),
+                     f"{num(r.get('band'), '.4g')} {r.get('band_source', '')}",
+                     ("html", f'<span class="flag">{" ".join(flags)}</span>') if flags
+                     else "\u2013"])
+        classes.append("alarm" if flags else "")
     out.append(table(["group", "measure", "n", "baseline", "this run", "delta",
-                      f"{level} interval", "p", "alarm"], rows, left=2, row_classes=classes))
+                      f"{level} interval", "p", "p adj", "band", "alarm"], rows, left=2,
+                     row_classes=classes,
+                     caption=None if len(picked) == len(every) else
+                     f"{len(picked)} of {len(every)} rows: the overall ones, every alarming "
+                     "one, then the first groups; every row is in compare.parquet"))
     notes = list(result.notes)
     if notes:
         out.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes)
@@ -236,6 +384,12 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         out.append('<section class="example">')
         out.append(f"<h3>{k}. {esc(ident)}: {esc(measure)} {num(row['baseline'])} \u2192 "
                    f"{num(row['candidate'])} ({num(row['delta'], '+.4f')})</h3>")
+        if base_text is not None and cand_text is not None:
+            from pipeline.compare.textdiff import word_diff
+
+            out.append('<div class="label">where the predictions differ (word diff: '
+                       '<del>baseline only</del> <ins>this run only</ins>)</div>'
+                       f'<p class="diff">{word_diff_html(word_diff(base_text, cand_text))}</p>')
         ref_index = 0
         if ec is not None and ec.metrics[metric].reference_index >= 0:
             ref_index = ec.metrics[metric].reference_index
@@ -264,25 +418,85 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
     return out
 
 
-def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10) -> str:
+def comparison_options(document: dict[str, Any]) -> dict[str, Any]:
+    """The options of :func:`pipeline.compare.compare_runs` a ``compare.json`` was made with.
+
+    Raises:
+        InputError: the document lacks its settings.
+
+    """
+    settings = document.get("settings")
+    if not isinstance(settings, dict):
+        raise InputError("the comparison document has no settings")
+    options: dict[str, Any] = {}
+    for key in ("confidence", "n_bootstrap", "seed", "max_missing", "adjust"):
+        if key in settings:
+            options[key] = settings[key]
+    if isinstance(settings.get("measures"), list):
+        options["measures"] = [str(m) for m in settings["measures"]]
+    if isinstance(settings.get("band_floors"), dict):
+        options["bands"] = {str(k): float(v) for k, v in settings["band_floors"].items()}
+    history = document.get("history")
+    if isinstance(history, dict) and isinstance(history.get("source"), str):
+        options["history"] = history["source"]
+        if isinstance(history.get("window"), int):
+            options["history_window"] = history["window"]
+        if isinstance(history.get("reference_run"), str):
+            options["reference_run"] = history["reference_run"]
+    return options
+
+
+def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
+                 comparison: str | None = None,
+                 compare_options: dict[str, Any] | None = None) -> str:
     """Build the HTML report of a run, compared with a baseline when given.
+
+    The verdict comes first. With ``comparison`` (a ``compare.json`` of this run), its
+    verdict, alarms and rows are shown as written, and its settings (measures, bands,
+    confidence, resamples, seed, adjustment, history) are used to recompute the per-example
+    deltas and the moved examples, so the report never disagrees with the comparison;
+    otherwise ``compare_options`` are the comparison's options, as ``overlap compare``
+    takes them. With a history, a trend chart per measure.
 
     Args:
         run_dir: a complete ``overlap score`` output.
-        baseline: a complete baseline run to compare with (None: no comparison).
+        baseline: a complete baseline run to compare with (None: the comparison's baseline,
+            or no comparison).
         top: how many moved examples to show (with a baseline), >= 0.
+        comparison: a ``compare.json`` whose candidate is this run (path or URI).
+        compare_options: options of :func:`pipeline.compare.compare_runs` (without one).
 
     Returns:
         The HTML document (a str).
 
     Raises:
-        InputError: an incomplete or unreadable run.
+        InputError: an incomplete or unreadable run or comparison; a comparison of
+            another run.
         SignatureMismatchError: runs scored with different settings.
 
     """
-    from pipeline.io.runs import open_run
+    import json
+
+    from pipeline.io.runs import filesystem, open_run
 
     run = open_run(run_dir)
+    saved: dict[str, Any] | None = None
+    options = dict(compare_options or {})
+    if comparison is not None:
+        try:
+            fs, where = filesystem(comparison)
+            with fs.open_input_stream(where) as fh:
+                saved = json.loads(fh.read().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise InputError(f"cannot read the comparison {comparison}: {err}") from err
+        if not isinstance(saved, dict) or not isinstance(saved.get("candidate"), dict):
+            raise InputError(f"{comparison} is not a compare.json")
+        if saved["candidate"].get("run_id") != run.run_id:
+            raise InputError(f"{comparison} compares run {saved['candidate'].get('run_id')!r}, "
+                             f"not this run ({run.run_id!r})")
+        options = comparison_options(saved)
+        if baseline is None and isinstance(saved.get("baseline"), dict):
+            baseline = saved["baseline"].get("path")
     agg = _aggregate(run)
     measures = _measures(agg)
     values = _values(run, measures)
@@ -290,14 +504,18 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10) ->
     body = [f"<h1>overlap report: run {esc(run.run_id)}</h1>",
             f'<p class="muted">Made {esc(made)} by overlap-pipeline '
             f"{esc(run.manifest.get('version', ''))}. Self-contained: no script, nothing "
-            "loaded from the network.</p>",
-            "<h2>This run</h2>", *_run_section(run, agg, values)]
+            "loaded from the network.</p>"]
+    tail: list[str] = []
     if baseline is not None:
         from pipeline.compare import compare_runs
 
-        result = compare_runs(baseline, run_dir, top=top)
-        body += _compare_section(result)
-        body += _examples_section(result, result.baseline, result.candidate)
+        result = compare_runs(baseline, run_dir, top=top, **options)
+        doc = saved if saved is not None else result.to_document()
+        body += _verdict_section(doc)
+        body += _trend_section(result, doc)
+        tail += _compare_section(result, doc)
+        tail += _examples_section(result, result.baseline, result.candidate)
+    body += ["<h2>This run</h2>", *_run_section(run, agg, values), *tail]
     return page(f"overlap report: {run.run_id}", body)
 
 

@@ -57,12 +57,22 @@ mark.base { background: var(--base); border-bottom: 2px dashed #3b6ea5; }
 mark.cand { background: var(--cand); border-bottom: 2px dotted #2e7d32; }
 .legend mark { margin-right: .6rem; }
 ul.notes { padding-left: 1.2rem; }
+.verdict { border: 2px solid var(--line); border-radius: 6px; padding: .5rem .9rem;
+           margin: .8rem 0; }
+.verdict.alarm { border-color: var(--alarm); background: var(--alarm-bg); }
+.verdict ul { margin: .3rem 0; padding-left: 1.2rem; }
+p.diff { white-space: pre-wrap; margin: .2rem 0 .6rem; }
+p.diff del { background: var(--alarm-bg); color: var(--alarm); }
+p.diff ins { background: var(--cand); text-decoration: none; }
+p.diff .gap { color: var(--muted); font-style: italic; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; }
   h2 { break-after: avoid; } table, figure { break-inside: avoid; }
   .scroll { overflow: visible; }
   mark { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   tr.alarm td { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  .verdict, p.diff del, p.diff ins { -webkit-print-color-adjust: exact;
+                                     print-color-adjust: exact; }
 }
 """
 
@@ -231,4 +241,102 @@ def marked_text(text: str | None, spans: Sequence[tuple[int, int]] | None,
     return "".join(out)
 
 
-__all__ = ["CSP", "esc", "facts", "histogram_svg", "marked_text", "num", "page", "table"]
+
+
+def word_diff_html(pieces: Sequence[tuple[str, str]]) -> str:
+    """A word diff (:func:`pipeline.compare.textdiff.word_diff`) as escaped HTML.
+
+    ``<del>`` the baseline's words, ``<ins>`` the candidate's, a muted ``[… N words]`` for
+    unchanged stretches left out.
+    """
+    out = []
+    for op, text in pieces:
+        if op == "=":
+            out.append(esc(text))
+        elif op == "-":
+            out.append(f"<del>{esc(text)}</del>")
+        elif op == "+":
+            out.append(f"<ins>{esc(text)}</ins>")
+        else:
+            out.append(f'<span class="gap">[\u2026 {esc(text)} unchanged]</span>')
+    return " ".join(out)
+
+
+def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
+              band: float | None = None, level: float | None = None,
+              alarms: Sequence[tuple[int, str]] = (), width: int = 420,
+              height: int = 150) -> str:
+    """The nightly values of one measure as a line, inline SVG in a ``<figure>``.
+
+    Args:
+        dates: the nights' dates, oldest first (the last one is tonight).
+        values: each night's value (NaN: none; the line skips it).
+        label: caption (escaped).
+        band: tonight's band: a shaded range ``previous night +/- band`` at tonight.
+        level: the drift chart's reference level (a dashed line), or None.
+        alarms: ``(night index, kind)`` marked with a red point and the kind's initial.
+        width: pixels.
+        height: pixels (plot area plus a line of axis text).
+
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    plot_h = height - 18
+    finite = v[np.isfinite(v)]
+    if n == 0 or finite.size == 0:
+        return (f"<figure><p class=\"muted\">no nights</p><figcaption>{esc(label)}"
+                "</figcaption></figure>")
+    lo, hi = float(finite.min()), float(finite.max())
+    prev = v[-2] if n >= 2 and np.isfinite(v[-2]) else None
+    extra = [x for x in ([prev - band, prev + band] if band and prev is not None else [])
+             + ([level] if level is not None and math.isfinite(level) else [])]
+    lo, hi = min([lo, *extra]), max([hi, *extra])
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.01 or 0.01
+    lo, hi = lo - pad, hi + pad
+
+    def x(i: int) -> float:
+        return 8 + (width - 16) * (i / max(n - 1, 1))
+
+    def y(value: float) -> float:
+        return plot_h - (value - lo) / (hi - lo) * (plot_h - 4) - 2
+
+    body = []
+    if band and prev is not None:
+        x0, x1 = x(n - 2), x(n - 1) + 6
+        body.append(f'<rect x="{x0:.1f}" y="{y(prev + band):.1f}" width="{x1 - x0:.1f}" '
+                    f'height="{y(prev - band) - y(prev + band):.1f}" fill="#d6dae0">'
+                    f"<title>band: previous night +/- {num(band, '.4g')}</title></rect>")
+    if level is not None and math.isfinite(level):
+        body.append(f'<line x1="0" x2="{width}" y1="{y(level):.1f}" y2="{y(level):.1f}" '
+                    'stroke="#5b6472" stroke-dasharray="4 3"><title>drift reference level '
+                    f"{num(level, '.4g')}</title></line>")
+    points = [f"{x(i):.1f},{y(float(val)):.1f}" for i, val in enumerate(v) if np.isfinite(val)]
+    body.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="#3b6ea5" '
+                'stroke-width="1.5"/>')
+    marked = {i: kind for i, kind in alarms}
+    for i, val in enumerate(v):
+        if not np.isfinite(val):
+            continue
+        color = "#b3261e" if i in marked else "#3b6ea5"
+        r = 3.5 if i in marked else 2
+        body.append(f'<circle cx="{x(i):.1f}" cy="{y(float(val)):.1f}" r="{r}" fill="{color}">'
+                    f"<title>{esc(dates[i])}: {num(float(val), '.4f')}"
+                    f"{' ALARM: ' + esc(marked[i]) if i in marked else ''}</title></circle>")
+        if i in marked:
+            body.append(f'<text x="{x(i):.1f}" y="{y(float(val)) - 6:.1f}" font-size="10" '
+                        f'fill="#b3261e" text-anchor="middle">{esc(marked[i][:1].upper())}'
+                        "</text>")
+    axis = (f'<text x="0" y="{height - 3}" font-size="10" fill="#5b6472">{esc(dates[0])}</text>'
+            f'<text x="{width}" y="{height - 3}" font-size="10" fill="#5b6472" '
+            f'text-anchor="end">{esc(dates[-1])}</text>'
+            f'<text x="2" y="10" font-size="10" fill="#5b6472">{num(hi, ".4g")}</text>'
+            f'<text x="2" y="{plot_h - 2}" font-size="10" fill="#5b6472">{num(lo, ".4g")}'
+            "</text>")
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{esc(label)}: nightly values of {n} nights">{"".join(body)}{axis}'
+            f"</svg><figcaption>{esc(label)}</figcaption></figure>")
+
+
+__all__ = ["CSP", "esc", "facts", "histogram_svg", "marked_text", "num", "page", "table",
+           "trend_svg", "word_diff_html"]

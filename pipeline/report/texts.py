@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
@@ -44,14 +45,22 @@ def typed_ids(run: RunInfo, ids: Sequence[Any]) -> list[Any]:
     """Ids converted to the run's id type (``--id 17`` for an int64 id column).
 
     Raises:
-        InputError: an id that is not an integer for an integer id column.
+        InputError: an id that is not an integer for an integer id column, or one outside
+            the column type's range (no example can have it).
 
     """
-    if pa.types.is_integer(run.schema.field(run.id_column).type):
+    id_type = run.schema.field(run.id_column).type
+    if pa.types.is_integer(id_type):
         try:
-            return [int(i) for i in ids]
+            out = [int(i) for i in ids]
         except ValueError:
             raise InputError(f"{run.path}: ids are integers, got {list(ids)!r}") from None
+        bounds = np.iinfo(id_type.to_pandas_dtype())
+        for i in out:
+            if not bounds.min <= i <= bounds.max:
+                raise InputError(f"{run.path}: no example with {run.id_column} {i}: the ids "
+                                 f"are {id_type}, from {bounds.min} to {bounds.max}")
+        return out
     return [str(i) for i in ids]
 
 
