@@ -213,5 +213,9 @@ def test_a_signal_at_any_moment_ends_the_run_cleanly(engine, phases, sig):
         r = trials[-1]
         print(f"{engine} {signal.Signals(sig).name} {phase} at {r['sent_at_s']} s: "
               f"exit {r['code']}{' (missed)' if r['missed'] else ''}")
-    for r in trials:
-        _check(r, sig)
+    try:
+        for r in trials:
+            _check(r, sig)
+    finally:  # every trial's processes looked for and its TMPDIR removed, even after a failure
+        for r in trials:
+            r["checked"].wait(60)
