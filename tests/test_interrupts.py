@@ -141,7 +141,10 @@ def _run_trial(tmp: Path, engine: str, sig: int, phase: str, rng: random.Random)
         until(ray_up)
         time.sleep(rng.uniform(0.0, 5.0))
     elif phase == "imports":  # the command's own imports and the plan
-        time.sleep(rng.uniform(0.2, 1.5))
+        # once its handlers are in place: before, the interpreter is still starting (about
+        # 0.3 s) and a signal gets Python's defaults
+        until(lambda: _catches_sigterm(proc.pid))
+        time.sleep(rng.uniform(0.0, 1.2))
     elif phase == "score":  # a partition is done, others are being scored
         until(staging)
         time.sleep(rng.uniform(0.0, 1.5))
@@ -163,6 +166,17 @@ def _run_trial(tmp: Path, engine: str, sig: int, phase: str, rng: random.Random)
     return {"phase": phase, "sent_at_s": round(sent_at, 2), "missed": missed,
             "code": proc.returncode, "stdout": "".join(out), "stderr": "".join(err),
             "seen": seen - {proc.pid}}
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (``SigCgt`` in /proc/PID/status)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    except OSError:
+        pass
+    return False
 
 
 def _is_ours(pid: int, tmp: Path) -> bool:

@@ -27,6 +27,16 @@ class _Signals:
 
     received: int | None = None  # a signal.Signals value
     pid = 0  # the process whose handlers these are
+    forking = 0  # forks under way in this process (see _install_handlers)
+    fork_hooks = False
+
+
+def _fork_begins() -> None:
+    _Signals.forking += 1
+
+
+def _fork_ends() -> None:
+    _Signals.forking = max(0, _Signals.forking - 1)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -46,11 +56,13 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
         return
     if _Signals.received is not None:
         return
-    if _importing(frame):
+    if _Signals.forking or _importing(frame):
         # Raised inside an import, the exception leaves the module half-initialised for the
         # rest of the process (pyarrow imports pandas on first use: a later import of
         # pandas, in the clean-up, then failed with an AttributeError and a traceback).
-        # The signal is delivered again once the import is over.
+        # Raised in a fork's callbacks (logging's locks), it is printed and dropped, and the
+        # command ran on to its end (exit 0). The signal is delivered again once the import
+        # or the fork is over.
         retry = threading.Timer(_IMPORT_RETRY_S, _deliver_again, (signum,))
         retry.daemon = True
         retry.start()
@@ -95,6 +107,11 @@ def _install_handlers() -> dict[int, Any]:
     if previous:
         _Signals.received = None
         _Signals.pid = os.getpid()
+        if not _Signals.fork_hooks and hasattr(os, "register_at_fork"):
+            # registered last, the "before" hook runs first and the "after" one last
+            os.register_at_fork(before=_fork_begins, after_in_parent=_fork_ends,
+                                after_in_child=_fork_ends)
+            _Signals.fork_hooks = True
     return previous
 
 
