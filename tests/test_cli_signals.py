@@ -107,3 +107,26 @@ def test_a_forked_worker_does_not_take_the_commands_handler(tmp_path, sig, statu
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{status}\n"
     assert result.stderr == ""
+
+
+def test_a_signal_during_a_fork_is_raised_after_it(tmp_path):
+    """Raised in a fork's callbacks (logging's locks), the KeyboardInterrupt was printed as
+    'Exception ignored' and dropped, and the command ran on to exit 0."""
+    result = _python("""
+        import os, signal, time
+        from pipeline.cli import _fork_begins, _fork_ends, _install_handlers
+        _install_handlers()
+        _fork_begins()  # as os.fork() calls it, before the fork
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.3)
+            print("not raised during the fork")
+        finally:
+            _fork_ends()
+        try:
+            time.sleep(5)
+        except KeyboardInterrupt:
+            print("raised after it")
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["not raised during the fork", "raised after it"]
