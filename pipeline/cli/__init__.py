@@ -7,8 +7,11 @@ Only the result goes to stdout; notes, progress and errors go to stderr.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
+from types import FrameType
 from typing import Any
 
 import click
@@ -20,17 +23,116 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class _Signals:
-    """Which signal stopped the command (SIGTERM arrives as a KeyboardInterrupt)."""
+    """The first of SIGINT / SIGTERM the command got (None: none yet)."""
 
-    terminated = False
+    received: int | None = None  # a signal.Signals value
+    pid = 0  # the process whose handlers these are
+    forking = 0  # forks under way in this process (see _install_handlers)
+    fork_hooks = False
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    # Raised as KeyboardInterrupt: Ray's waits pass that one through intact (another
-    # exception raised inside them comes out as a SystemError) and every clean-up that
-    # runs for Ctrl-C runs for SIGTERM too.
-    _Signals.terminated = True
+def _fork_begins() -> None:
+    _Signals.forking += 1
+
+
+def _fork_ends() -> None:
+    _Signals.forking = max(0, _Signals.forking - 1)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    # The first signal stops the command: raised as KeyboardInterrupt (Ray's waits pass
+    # that one through intact; another exception raised inside them comes out as a
+    # SystemError), so every clean-up that runs for Ctrl-C runs for SIGTERM too. Later ones
+    # are ignored: the clean-up of the first (stopping Ray, the forked workers, releasing the
+    # output's lock) runs to its end, and the command ends with the first one's exit code.
+    if os.getpid() != _Signals.pid:
+        # A process forked from the command (the in-process engine's workers) that has not
+        # set its own dispositions yet: act as they will be set (SIGTERM ends it, SIGINT is
+        # left to the command, which stops it). Raised here, the KeyboardInterrupt came out
+        # of Python's after-fork callbacks as a traceback on the command's stderr.
+        if signum == signal.SIGTERM:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        return
+    if _Signals.received is not None:
+        return
+    if _Signals.forking or _importing(frame):
+        # Raised inside an import, the exception leaves the module half-initialised for the
+        # rest of the process (pyarrow imports pandas on first use: a later import of
+        # pandas, in the clean-up, then failed with an AttributeError and a traceback).
+        # Raised in a fork's callbacks (logging's locks), it is printed and dropped, and the
+        # command ran on to its end (exit 0). The signal is delivered again once the import
+        # or the fork is over.
+        retry = threading.Timer(_IMPORT_RETRY_S, _deliver_again, (signum,))
+        retry.daemon = True
+        retry.start()
+        return
+    _Signals.received = signum
     raise KeyboardInterrupt
+
+
+# Seconds between checks whether an import a signal came in has finished.
+_IMPORT_RETRY_S = 0.05
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether the interrupted code runs inside an import (a frame of importlib's)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(signum: int) -> None:
+    if _Signals.received is None and signal.getsignal(signum) is _on_signal:
+        os.kill(os.getpid(), signum)
+
+
+def _install_handlers() -> dict[int, Any]:
+    """Handle SIGINT and SIGTERM with :func:`_on_signal`; return the handlers replaced.
+
+    Only in the main thread (where Python runs handlers); a signal the process inherited
+    as ignored (a background job's SIGINT, ``nohup``) stays ignored. Already in place (the
+    process's entry point installed them): nothing is replaced.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        current = signal.getsignal(s)
+        if current is not signal.SIG_IGN and current is not _on_signal:
+            previous[s] = current
+            signal.signal(s, _on_signal)
+    if previous:
+        _Signals.received = None
+        _Signals.pid = os.getpid()
+        if not _Signals.fork_hooks and hasattr(os, "register_at_fork"):
+            # registered last, the "before" hook runs first and the "after" one last
+            os.register_at_fork(before=_fork_begins, after_in_parent=_fork_ends,
+                                after_in_child=_fork_ends)
+            _Signals.fork_hooks = True
+    return previous
+
+
+def _local_rays() -> list[Any]:
+    """The local Ray instances running in this process (Ray is not imported for it)."""
+    module = sys.modules.get("pipeline.engine.ray_runner")
+    return [] if module is None else module.local_instances()
+
+
+def _stop_local_rays(before: list[Any]) -> None:
+    """Stop the local Ray instances the command started and left running, here.
+
+    ``score`` leaves its instance running to print the result first (``defer_engine_stop``).
+    Stopped here, in the main thread, a Ctrl-C during the stop waits for its end and gives
+    exit 130; stopped by the ``atexit`` handler, it gave a traceback, exit 0 and the temp dir
+    left behind. Instances that were running before the command (a test session's) are
+    left alone.
+    """
+    started = [r for r in _local_rays() if r not in before]
+    if started:
+        sys.modules["pipeline.engine.ray_runner"].stop_local_instances(started)
 
 
 # Each command's module, imported only when that command runs (or help lists it), so that
@@ -60,32 +162,77 @@ class _Main(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        previous = None
-        if threading.current_thread() is threading.main_thread():
-            _Signals.terminated = False
-            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = _install_handlers()
+        completed = False
+        rays = _local_rays()
         try:
-            return super().invoke(ctx)
+            try:
+                result = super().invoke(ctx)
+                completed = True
+            finally:
+                _stop_local_rays(rays)
+            return result
         except SystemExit as e:
-            if e.code != signal.SIGTERM:
+            if e.code != signal.SIGTERM or _Signals.received is not None:
                 raise
-            # Ray's own handler, in place while a local instance starts, exits with the
-            # signal's number; the instance has been stopped by then.
-            _Signals.terminated = True
-            self._stopped(ctx)
+            # Ray's own SIGTERM handler (sys.exit), in place while ray.init connects to a
+            # cluster: the clean-up has run by then.
+            _Signals.received = signal.SIGTERM
+            self._stopped(ctx, completed=completed)
         except KeyboardInterrupt:
-            self._stopped(ctx)
+            if _Signals.received is None:  # raised by a handler of the caller's
+                _Signals.received = signal.SIGINT
+            self._stopped(ctx, completed=completed)
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+            if self._process:
+                # The process ends now (see __call__): a signal can no longer stop anything,
+                # only cut the exit short (a traceback from an atexit callback).
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    if signal.getsignal(sig) is _on_signal:
+                        signal.signal(sig, signal.SIG_IGN)
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
     @staticmethod
-    def _stopped(ctx: click.Context) -> None:
-        name, code = (("terminated (SIGTERM)", EXIT_TERMINATED) if _Signals.terminated
+    def _stopped(ctx: click.Context, *, completed: bool) -> None:
+        name, code = (("terminated (SIGTERM)", EXIT_TERMINATED)
+                      if _Signals.received == signal.SIGTERM
                       else ("interrupted (Ctrl-C)", EXIT_INTERRUPTED))
-        click.echo(f"Error: {name}; running the same command again resumes a score run",
-                   err=True)
+        if completed:
+            click.echo(f"Error: {name} while stopping the local Ray instance; the command "
+                       "itself had completed", err=True)
+        else:
+            click.echo(f"Error: {name}; running the same command again resumes a score run",
+                       err=True)
         ctx.exit(code)
+
+    _process = False  # running as the process itself (see __call__)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run as the process (``overlap``, ``python -m pipeline.cli``), not in a test runner.
+
+        After an interrupt the process ends with ``os._exit`` once its clean-up has run,
+        stdout and stderr are flushed and the ``atexit`` callbacks have run: no thread is
+        waited for (a bootstrap in the driver's threads would hold the exit up), and no C++
+        exit handler runs (Ray's destroys a core worker under its running threads, should one
+        be left: a SIGSEGV instead of exit 130 / 143).
+        """
+        self._process = True
+        _install_handlers()  # as early as possible: before the command's imports
+        try:
+            return self.main(*args, **kwargs)
+        except SystemExit as e:
+            if _Signals.received is None or not isinstance(e.code, int):
+                raise
+            import atexit
+
+            atexit._run_exitfuncs()  # e.g. the plot cache dir; Ray's shutdown: a no-op now
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(e.code)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})

@@ -22,6 +22,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -90,20 +91,69 @@ class LocalRay:
     ``private/auth_token`` (modes 0700 and 0600) inside its own temp dir
     (``$TMPDIR/overlap-ray-*``, or ``/tmp/overlap-ray-*`` when ``$TMPDIR`` is too deep for
     Ray's socket paths), named to Ray by ``RAY_AUTH_TOKEN_PATH`` for this instance only. Nothing is
-    written to the user's home. Handlers of SIGTERM and SIGINT in place before the start
-    are put back after it (Ray's own would exit the process without letting the caller
-    clean up).
+    written to the user's home.
+
+    Start and stop cannot be cut in the middle by a signal: both run in a thread of their
+    own (Python runs signal handlers in the main thread only), which starts Ray, waits for
+    the stop and stops Ray; the calling thread waits for it, and a Ctrl-C or SIGTERM (any
+    ``KeyboardInterrupt`` or ``SystemExit`` raised in the wait) is raised again once the
+    start or stop has finished. Interrupted half-way, ``ray.init`` leaves processes that
+    ``ray.shutdown`` does not know of and a driver whose core worker was never shut down,
+    which Ray's C++ exit handler then destroys under its own running threads (a SIGSEGV at
+    exit: ``CoreWorkerProcess::HandleAtExit``, ``TaskManager::RecordMetrics`` on a freed
+    object); interrupted half-way, ``ray.shutdown`` does the same. The thread lives as long
+    as the instance: Ray has the kernel kill its processes when the *thread* that started
+    them ends (``PR_SET_PDEATHSIG``). In that thread, ``ray.init`` installs no SIGTERM
+    handler of its own either (it does so only in the main thread).
+
+    After ``ray.shutdown``, every process of the instance still alive is stopped (SIGTERM,
+    then SIGKILL after :data:`STOP_GRACE_S`): Ray kills its raylet when it has not exited
+    within a second, and the raylet's children (``ray::DashboardAgent``,
+    ``ray::RuntimeEnvAgent``, idle workers) then outlive the run for up to a minute. The
+    processes are those found, just before the stop, among this process's descendants
+    with this instance's token path in their environment (Linux ``/proc``; elsewhere only
+    ``ray.shutdown`` stops them): never another instance's, never anything by name.
 
     Args:
         num_cpus: CPUs to give the instance; None means every CPU this process may use.
 
     Raises:
         ExecutionError: Ray could not start.
+        KeyboardInterrupt: a Ctrl-C or SIGTERM (as the caller's handler raises it) came
+            during the start; the instance was stopped and its temp dir removed first.
 
     """
 
     def __init__(self, *, num_cpus: int | None = None) -> None:
         self.temp_dir = tempfile.mkdtemp(prefix="overlap-ray-", dir=_temp_root())
+        self._saved_env: dict[str, str | None] = {}
+        self._cleaned = False
+        self._owner: threading.Thread | None = None
+        self._started = threading.Event()
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._failure: BaseException | None = None
+        _RUNNING.append(self)  # from here on, stop_local_instances() stops it
+        try:
+            interrupt = self._start(num_cpus)
+        except BaseException:
+            self.shutdown()
+            raise
+        failure = self._failure
+        if failure is not None or interrupt is not None:
+            self.shutdown()
+            if interrupt is not None:
+                raise interrupt  # Ctrl-C, SIGTERM: stopped, not failed
+            if failure is not None and not isinstance(failure, Exception):
+                raise failure
+            raise ExecutionError(f"could not start a local Ray instance: {failure}") from None
+
+    def _start(self, num_cpus: int | None) -> BaseException | None:
+        """Write the token, set Ray's environment, start the owner thread and wait for it.
+
+        Returns:
+            The first KeyboardInterrupt or SystemExit raised in the wait, or None.
+        """
         # Ray makes its temp dir world-writable (0777): the token lives in a private subdir
         private = os.path.join(self.temp_dir, "private")
         os.mkdir(private, 0o700)
@@ -111,6 +161,8 @@ class LocalRay:
         fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32))
+        # Every process of the instance inherits this variable: how they are recognised.
+        self._marker = f"RAY_AUTH_TOKEN_PATH={token_path}".encode()
         # Ray reads some of these when it is imported: set them first.
         env: dict[str, str | None] = {
             "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
@@ -125,42 +177,224 @@ class LocalRay:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        try:
-            ray = _import_ray(local=True)
-        except ExecutionError:
-            self._cleanup()
-            raise
+        self._ray = _import_ray(local=True)
+        _stop_at_exit()
         self.num_cpus = num_cpus or usable_cpus()
         self.node_ip_address = LOOPBACK_ADDRESS if _loopback_only() else FALLBACK_ADDRESS
         handlers = _signal_handlers()
+        self._owner = threading.Thread(target=self._own, name="overlap-local-ray", daemon=True,
+                                       kwargs={"num_cpus": self.num_cpus,
+                                               "include_dashboard": False,
+                                               "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
+                                               "logging_level": logging.ERROR,
+                                               "log_to_driver": False,
+                                               "_temp_dir": self.temp_dir,
+                                               "_node_ip_address": self.node_ip_address})
+        self._owner.start()
+        interrupt = _wait_through_interrupts(self._started)
+        _restore_signal_handlers(handlers)
+        return interrupt
+
+    def _own(self, **options: Any) -> None:
+        """The owner thread: start Ray, wait for the stop, stop Ray and what outlives it."""
+        ray = self._ray
         try:
-            ray.init(num_cpus=self.num_cpus, include_dashboard=False,
-                     object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                     logging_level=logging.ERROR, log_to_driver=False,
-                     _temp_dir=self.temp_dir, _node_ip_address=self.node_ip_address)
-        except BaseException as e:
-            self.shutdown()
-            if not isinstance(e, Exception):
-                raise  # Ctrl-C, SIGTERM: stopped, not failed
-            raise ExecutionError(f"could not start a local Ray instance: {e}") from None
+            try:
+                ray.init(**options)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                self._failure = e
+            self._started.set()
+            if self._failure is None:
+                self._stop.wait()
+            ours = _processes_with(self._marker)
+            try:
+                ray.shutdown()  # also after a failed start: it stops what had started
+            except BaseException as e:  # noqa: BLE001 - the stop goes on regardless
+                self._failure = self._failure or e
+            _end_processes(ours)
         finally:
-            _restore_signal_handlers(handlers)
+            # here too, not in the caller's thread, where a signal could cut it short
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            self._started.set()
+            self._stopped.set()
 
     def shutdown(self) -> None:
-        """Stop the instance (only the processes it started) and delete its temp dir."""
-        ray = _import_ray()
-        try:
-            ray.shutdown()
-        finally:
-            self._cleanup()
+        """Stop the instance (only the processes it started) and delete its temp dir.
+
+        Idempotent. Returns when Ray's processes are gone (or after :data:`STOP_TIMEOUT_S`).
+
+        Raises:
+            KeyboardInterrupt: a Ctrl-C or SIGTERM came during the stop (raised again after
+                it, so that the caller still learns of it).
+
+        """
+        interrupt = None
+        if self._owner is not None and not self._stopped.is_set():
+            self._stop.set()
+            interrupt = _wait_through_interrupts(self._stopped, timeout_s=STOP_TIMEOUT_S)
+            if not self._stopped.is_set():  # Ray's stop hangs: end what we can see
+                _end_processes(_processes_with(self._marker))
+        self._cleanup()
+        if interrupt is not None:
+            raise interrupt
 
     def _cleanup(self) -> None:
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self in _RUNNING:
+            _RUNNING.remove(self)
+        if self._cleaned:
+            return
+        self._cleaned = True
+        shutil.rmtree(self.temp_dir, ignore_errors=True)  # if the owner thread did not
         for k, v in self._saved_env.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# Local instances started and not yet stopped, oldest first.
+_RUNNING: list[LocalRay] = []
+
+
+_AT_EXIT: list[bool] = []
+
+
+def _stop_at_exit() -> None:
+    """Have the instances still running stopped when the interpreter exits (once).
+
+    Registered after ``import ray``, so that it runs before Ray's own ``atexit`` handler
+    (``ray.shutdown`` from the main thread).
+    """
+    if not _AT_EXIT:
+        import atexit
+
+        atexit.register(_stop_all_at_exit)
+        _AT_EXIT.append(True)
+
+
+def _stop_all_at_exit() -> None:
+    try:
+        stop_local_instances(list(_RUNNING))
+    except (KeyboardInterrupt, SystemExit):
+        pass
+
+
+def local_instances() -> list[LocalRay]:
+    """The local Ray instances this process started and has not stopped, oldest first."""
+    return list(_RUNNING)
+
+
+def stop_local_instances(instances: Sequence[LocalRay]) -> None:
+    """Stop these local Ray instances (see :meth:`LocalRay.shutdown`), newest first.
+
+    For a command line that stops the instance of a finished run itself, after printing its
+    result (see ``defer_engine_stop`` of :func:`pipeline.api.score`), rather than from an
+    ``atexit`` handler, where a Ctrl-C gives a traceback and leaves the temp dir.
+
+    Raises:
+        KeyboardInterrupt: a Ctrl-C or SIGTERM came during a stop (after it finished).
+
+    """
+    interrupt = None
+    for instance in reversed(instances):
+        try:
+            instance.shutdown()
+        except (KeyboardInterrupt, SystemExit) as e:
+            interrupt = interrupt or e
+    if interrupt is not None:
+        raise interrupt
+
+
+# Seconds the processes of a local instance get to exit after SIGTERM, once ray.shutdown
+# has returned, before SIGKILL; and the longest wait for Ray's own stop.
+STOP_GRACE_S = 2.0
+STOP_TIMEOUT_S = 60.0
+
+
+def _wait_through_interrupts(done: threading.Event, *,
+                             timeout_s: float | None = None) -> BaseException | None:
+    """Wait for ``done``; return the first KeyboardInterrupt/SystemExit raised meanwhile."""
+    first: BaseException | None = None
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        try:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if done.wait(left) or (deadline is not None and time.monotonic() >= deadline):
+                return first
+        except (KeyboardInterrupt, SystemExit) as e:
+            first = first or e
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (``/proc/PID/stat`` field 22), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def _processes_with(marker: bytes) -> list[tuple[int, str]]:
+    """``(pid, start time)`` of this process's descendants whose environment holds ``marker``.
+
+    Read from Linux ``/proc``; an empty list elsewhere.
+    """
+    if not os.path.isdir("/proc/self"):
+        return []
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[tuple[int, str]] = []
+    todo = list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+        except OSError:
+            continue
+        started = _start_time(pid)
+        if marker in environ and started is not None:
+            found.append((pid, started))
+    return found
+
+
+def _end_processes(processes: Sequence[tuple[int, str]]) -> None:
+    """Stop the listed processes that are still alive (same PID and start time).
+
+    SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`; waits (bounded) until they are gone.
+    """
+
+    def alive() -> list[int]:
+        return [pid for pid, started in processes if _start_time(pid) == started]
+
+    for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
+        left = alive()
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait_s
+        while left and time.monotonic() < deadline:
+            for pid in left:  # our own children (Ray's GCS, raylet...): reap them
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            time.sleep(0.05)
+            left = alive()
+        if not left:
+            return
 
 
 # Ray puts Unix sockets at TEMP/session_<date>_<time>_<pid>/sockets/plasma_store, and a
@@ -268,12 +502,16 @@ class RayRunner:
             self.address = "(existing connection)"
         elif address:
             _check_reachable(address)
+            handlers = _signal_handlers()
             try:
                 ray.init(address=address, runtime_env=dict(runtime_env or {}) or None,
                          logging_level=logging.ERROR, log_to_driver=False)
             except Exception as e:  # noqa: BLE001 - any connection failure
                 raise ExecutionError(f"could not connect to the Ray cluster at {address}: "
                                      f"{e}") from None
+            finally:
+                # ray.init sets a SIGTERM handler of its own (sys.exit), the caller's is kept
+                _restore_signal_handlers(handlers)
             self._connected = True
 
     def _remote(self, fn: Callable[..., Any], num_returns: int) -> Any:
