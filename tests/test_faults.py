@@ -98,6 +98,7 @@ def _faults(monkeypatch, **faults) -> None:
     monkeypatch.setenv(ENV_VAR, json.dumps(faults))
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_is_replaced_and_results_equal_a_clean_run(
         local_ray, clean_run, tmp_path, monkeypatch):
     log = tmp_path / "attempts"

@@ -89,6 +89,7 @@ def tmp(tmp_path_factory) -> Path:
 
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
 @given(pairs=st.lists(st.tuples(any_text, any_text), min_size=1, max_size=5))
 def test_pipeline_task_equals_rouge_score(tmp, pairs):
     columns = run_task(tmp, [p for p, _ in pairs], [[r] for _, r in pairs])

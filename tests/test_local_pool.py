@@ -73,6 +73,7 @@ def test_forked_workers_write_what_one_process_writes(sequential, tmp_path):
     assert {e["where"]["pid"] for e in one["outputs"]["examples"]} == {one["engine"]["pid"]}
 
 
+@pytest.mark.slow
 def test_a_killed_worker_fails_the_run_in_one_line_and_the_rerun_resumes(sequential, tmp_path):
     cmd = _command(tmp_path, "run", 2)
     log = tmp_path / "attempts"
@@ -163,6 +164,7 @@ def test_a_stopped_worker_does_not_hold_up_a_signal(tmp_path, sig, code):
     assert _gone(workers)
 
 
+@pytest.mark.slow
 def test_workers_die_with_a_killed_driver_and_the_rerun_resumes_at_once(sequential, tmp_path):
     proc = _slow_run(tmp_path)
     try:

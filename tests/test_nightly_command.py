@@ -40,6 +40,7 @@ def _predictions(path: Path, frame, *, seed: int, cut: bool = False) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_a_root_holding_a_newline_compares_with_the_right_baseline(tmp_path, texts):
     # issue 19: nightly.sh printed each run's path on a line of its own, so a ROOT with a
     # newline broke every later night's baseline (exit 2)

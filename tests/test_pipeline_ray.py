@@ -188,6 +188,7 @@ def test_an_input_error_raised_on_a_worker_keeps_its_class(local_ray, tmp_path, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
     """The README's main command on Ray, as a user runs it (its own Ray, started, stopped)."""
     overlap = Path(sys.executable).with_name("overlap")

@@ -101,6 +101,7 @@ def test_report_without_baseline_and_bad_input(runs, tmp_path):
     assert CliRunner().invoke(main, ["report", "--help"]).exit_code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
 def test_report_renders_in_headless_chromium_without_network(runs, tmp_path):
     from PIL import Image

@@ -124,6 +124,7 @@ def test_arrow_texts_without_separators_between_them_keep_every_token():
         assert got.equals(expected)
 
 
+@pytest.mark.slow
 def test_the_re2_space_class_is_pythons():
     import re
 

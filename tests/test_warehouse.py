@@ -218,6 +218,7 @@ def test_iceberg_republish_is_idempotent_and_schema_grows(runs, tmp_path):
 # Concurrency and crashes (separate processes)
 # --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_runs_published_concurrently(runs, tmp_path):
     """Runs a and b at once, and run a a second time at the same moment: each lands once."""
     targets = ["--delta", tmp_path / "delta", "--iceberg", f"sqlite:///{tmp_path}/c.db",
