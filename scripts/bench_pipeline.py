@@ -67,6 +67,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.machine import descendants
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -216,22 +218,7 @@ def make_inputs(workdir: Path, n: int) -> dict[str, Path]:
 
 def _tree(pid: int) -> list[int]:
     """pid and all its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
+    return [pid, *descendants(pid)]
 
 
 def _pss_kb(pid: int) -> int:

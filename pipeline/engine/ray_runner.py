@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pipeline.errors import ExecutionError, PipelineError
-from pipeline.machine import usable_cpus
+from pipeline.machine import descendants, usable_cpus
 
 # Ray binds its servers to 127.0.0.1 only when that is the node's address, and rewrites
 # 127.0.0.1 to the host's network address unless clusters are off
@@ -340,23 +340,8 @@ def _processes_with(marker: bytes) -> list[tuple[int, str]]:
 
     Read from Linux ``/proc``; an empty list elsewhere.
     """
-    if not os.path.isdir("/proc/self"):
-        return []
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
     found: list[tuple[int, str]] = []
-    todo = list(children.get(os.getpid(), []))
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
+    for pid in descendants(os.getpid()):
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
                 environ = fh.read().split(b"\0")
