@@ -167,6 +167,7 @@ def score(
         write_json,
         write_parquet,
     )
+    from pipeline.metrics.registry import data_notes
 
     cfg = config or ScoreConfig()
     requested = check_run_id(run_id) if run_id is not None else None
@@ -252,8 +253,8 @@ def score(
                                                        for p in ran.parts),
                 "truncated_examples": sum(p.n_truncated for p in ran.parts),
                 "null_predictions": sum(p.n_null_predictions for p in ran.parts),
-                "zero_token_texts": sum(p.n_zero_token_texts for p in ran.parts),
-                "one_line_multi_sentence_texts": sum(p.n_one_line_texts for p in ran.parts),
+                **{note.key: sum(p.counts.get(note.key, 0) for p in ran.parts)
+                   for note in data_notes()},
                 "n_references": ran.n_references,
                 "partitions": plan.n_partitions,
                 "prediction_units": len(plan.prediction_units),
@@ -351,7 +352,8 @@ def compare(
 
     Raises:
         ConfigError: bad settings.
-        InputError: incomplete or unreadable runs or history; the output cannot be written.
+        InputError: incomplete or unreadable runs or history.
+        ExecutionError: the output cannot be written.
         SignatureMismatchError: runs scored differently for a compared measure.
 
     """

@@ -333,14 +333,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         "",
         f"{shown} with a {interval}; every measure is in aggregate.parquet",
     ]
-    if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
-            and config.get("sentence_split") == "newline":
-        out.append(f"note: {counts['one_line_multi_sentence_texts']} texts have several "
-                   "sentences on one line: rougeLsum splits on newlines only, so for them it "
-                   "equals rougeL (--sentence-split punctuation splits after . ! ?)")
-    if counts.get("zero_token_texts"):
-        out.append(f"note: {counts['zero_token_texts']} non-empty texts produced no token "
-                   f"with tokenizer {config['tokenizer']} (try --tokenizer unicode)")
+    out += [f"note: {note.text(counts[note.key], config)}" for note in registry.data_notes()
+            if counts.get(note.key)]
     skipped = {k: n for k, n in (counts.get("skipped") or {}).items() if n}
     if skipped:
         out.append(f"note: {sum(skipped.values())} examples left out (" + ", ".join(

@@ -25,7 +25,7 @@ import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
 from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
 from pipeline.mt_tokenizers import MT_TOKENIZERS, check_tokenizer, tokenize_batch
 
@@ -289,26 +289,21 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                                 effective_order=True)
 
 
-class BleuFamily:
+class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
     names = NAMES
     options = OPTIONS
 
-    def serves(self, metric: str) -> bool:
-        """True for ``bleu``."""
-        return metric in NAMES
-
-    @staticmethod
-    def _options(options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
-        opts = {o.key: options.get(o.key, o.default) for o in OPTIONS}
-        tokenize = str(opts["bleu_tokenize"])
+    def _options(self, options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
+        tokenize = str(self.option(options, "bleu_tokenize"))
         if tokenize not in MT_TOKENIZERS:
             check_tokenizer(tokenize)
-        smooth = str(opts["bleu_smooth"])
-        _smooth(smooth, opts["bleu_smooth_value"])
-        return tokenize, smooth, opts["bleu_smooth_value"], bool(opts["bleu_lowercase"])
+        smooth = str(self.option(options, "bleu_smooth"))
+        smooth_value = self.option(options, "bleu_smooth_value")
+        _smooth(smooth, smooth_value)
+        return tokenize, smooth, smooth_value, bool(self.option(options, "bleu_lowercase"))
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """The spec of ``bleu``: measure ``score`` (0-100), sacrebleu's statistics.
@@ -346,11 +341,9 @@ class BleuFamily:
                                 lowercase=lowercase)
         columns = {"bleu_score": bleu_from_statistics(stats, smooth=smooth,
                                                       smooth_value=smooth_value,
-                                                      effective_order=True)}
-        for j, (stat, _) in enumerate(STATISTICS):
-            columns[f"bleu_{stat}"] = np.ascontiguousarray(stats[:, j])
-        return FamilyScores({c: v for m in metrics for c, v in columns.items()
-                             if c.startswith(f"{m}_")})
+                                                      effective_order=True),
+                   **self.statistic_columns("bleu", STATISTICS, stats)}
+        return FamilyScores(self.columns_of(columns, metrics))
 
 
 FAMILY = BleuFamily()

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
 from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
 from pipeline.mt_tokenizers import tokenize_batch
 
@@ -254,16 +254,12 @@ def chrf_statistics(predictions: Sequence[str | None],
     return _Batch(predictions, references, word_order).score(word_order)
 
 
-class Chrf:
+class Chrf(Family):
     """The ``chrf`` family: ``chrf`` (``CHRF()``) and ``chrfpp`` (``CHRF(word_order=2)``)."""
 
     name = "chrf"
     names = NAMES
     options = OPTIONS
-
-    def serves(self, metric: str) -> bool:
-        """True for ``chrf`` and ``chrfpp``."""
-        return metric in NAMES
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """The spec of ``chrf`` or ``chrfpp``.
@@ -293,8 +289,7 @@ class Chrf:
         for metric in metrics:
             stats, scores, index = batch.score(WORD_ORDERS[metric])
             columns[f"{metric}_score"] = scores
-            for j, (stat, _) in enumerate(statistics(metric)):
-                columns[f"{metric}_{stat}"] = np.ascontiguousarray(stats[:, j])
+            columns.update(self.statistic_columns(metric, statistics(metric), stats))
             columns[f"{metric}_reference_index"] = index
         return FamilyScores(columns)
 
