@@ -111,8 +111,8 @@ def test_a_registered_family_is_scored_signed_and_compared_end_to_end(toy_regist
     summary = format_summary(base.manifest, base.aggregate)
     assert "note: 1 predictions were empty (word_count scores them 0)" in summary
     # the aggregate: mean of the primary measure
-    agg = {(r["metric"], r["measure"], r["statistic"]): r["value"]
-           for r in base.aggregate.to_pylist() if not r.get("group")}
+    agg = {(r["metric"], r["measure"], r["statistic"]): r["mean"]
+           for r in base.aggregate.to_pylist() if r["scope"] == "all"}
     assert agg[("word_count", "score", "mean")] == 0.5
     # the signature: the family's field, after ROUGE's
     fields = Signature.parse(base.signature).as_dict()
@@ -123,10 +123,11 @@ def test_a_registered_family_is_scored_signed_and_compared_end_to_end(toy_regist
                          n_bootstrap=200)
     document = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert document == json.loads(json.dumps(result.to_document()))
-    rows_out = {r["measure"]: r for r in result.to_arrow().to_pylist() if not r.get("group")}
-    toy = next(r for m, r in rows_out.items() if "word_count" in m)
-    assert toy["baseline"] == 0.5 and toy["candidate"] == 0.75
-    assert toy["delta"] == pytest.approx(0.25)
+    toy = [r for r in result.to_arrow().to_pylist() if r["metric"] == "word_count"]
+    assert [(r["measure"], r["statistic"], r["n_paired"]) for r in toy] == [("score", "mean", 4)]
+    assert (toy[0]["baseline_mean"], toy[0]["candidate_mean"]) == (0.5, 0.75)
+    assert toy[0]["delta"] == pytest.approx(0.25)
+    assert any(r["metric"] == "word_count" for r in document["rows"])
 
 
 def test_a_changed_family_field_refuses_only_its_own_measures(toy_registry):
