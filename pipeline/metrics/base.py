@@ -150,7 +150,7 @@ class DataNote:
         return self.message.format_map(_Missing({**config, "n": n}))
 
 
-class _Missing(dict):  # type: ignore[type-arg]
+class _Missing(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "?"
 
