@@ -14,6 +14,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.metrics import hashing
+
+# The shared probe loop (pipeline.metrics.hashing), compiled as a plain numba function like
+# its callers here.
+_probe_key = njit(cache=True, nogil=True)(hashing.probe_key.py_func)
+
 
 @njit(cache=True, nogil=True)
 def skip_bigram_count(n_tokens, max_gap):
@@ -73,35 +79,23 @@ def skip_bigram_matches_window(tokens, p_start, p_len, r_start, r_len, max_gap, 
         hi = np.int64(tokens[i]) << 32
         for j in range(i + 1, min(i + max_gap + 2, r_start + r_len)):
             key = hi | np.int64(tokens[j])
-            s = _key_slot(key, mask)
-            while True:
-                q = slot_key[s]
-                if q == -1:
-                    slot_key[s] = key
-                    slot_cnt[s] = 1
-                    used[n_used] = s
-                    n_used += 1
-                    break
-                if q == key:
-                    slot_cnt[s] += 1
-                    break
-                s = (s + 1) & mask
+            s = _probe_key(slot_key, key, _key_slot(key, mask), mask)
+            if slot_key[s] == -1:
+                slot_key[s] = key
+                slot_cnt[s] = 1
+                used[n_used] = s
+                n_used += 1
+            else:
+                slot_cnt[s] += 1
     matches = 0
     for i in range(p_start, p_start + p_len - 1):
         hi = np.int64(tokens[i]) << 32
         for j in range(i + 1, min(i + max_gap + 2, p_start + p_len)):
             key = hi | np.int64(tokens[j])
-            s = _key_slot(key, mask)
-            while True:
-                q = slot_key[s]
-                if q == -1:
-                    break
-                if q == key:
-                    if slot_cnt[s] > 0:
-                        slot_cnt[s] -= 1
-                        matches += 1
-                    break
-                s = (s + 1) & mask
+            s = _probe_key(slot_key, key, _key_slot(key, mask), mask)
+            if slot_key[s] != -1 and slot_cnt[s] > 0:
+                slot_cnt[s] -= 1
+                matches += 1
     for k in range(n_used):
         slot_key[used[k]] = -1
     return matches
