@@ -26,8 +26,10 @@ from pipeline.metrics.base import DataWarning, MetricSpec, reference_lists, text
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 ON_LONG_TEXT = ("truncate", "error")
-# Keys of ScoringSettings besides the family options (registry.options()).
-SCORING_KEYS = ("metrics", "rouge155", "max_tokens", "threshold", "on_long_text")
+# Keys of ScoringSettings besides the family options (registry.options()): the families'
+# presets (registry.presets(), e.g. ROUGE-1.5.5's flags) come right after metrics.
+SCORING_KEYS = ("metrics", *(p.key for p in registry.presets()), "max_tokens", "threshold",
+                "on_long_text")
 
 
 @dataclass(frozen=True)
@@ -188,14 +190,13 @@ class ScoringSettings:
         kw: dict[str, Any] = {}
         options: dict[str, Any] = {}
         declared = {o.key: o for o in registry.options()}
-        if values.get("rouge155") is not None:
-            # ROUGE-1.5.5's flags set the metrics and the options they stand for
-            from pipeline.metrics.rouge155.family import parse_rouge155_flags
-
-            metrics, implied, _ = parse_rouge155_flags(as_str("rouge155", values["rouge155"]))
-            values = {**values, "metrics": metrics, **implied}
+        presets = registry.presets()
+        for preset in presets:  # it sets the metrics and the options it stands for
+            if values.get(preset.key) is not None:
+                metrics, implied = preset.expand(as_str(preset.key, values[preset.key]))
+                values = {**values, "metrics": metrics, **implied}
         for key, value in values.items():
-            if key == "rouge155":
+            if any(key == p.key for p in presets):
                 continue
             if key == "metrics":
                 kw["metrics"] = as_names(key, value)
@@ -237,7 +238,8 @@ class ScoringSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML/JSON values keyed as in the config file."""
-        return {"metrics": list(self.metrics), "rouge155": None, **dict(self.options),
+        return {"metrics": list(self.metrics), **{p.key: None for p in registry.presets()},
+                **dict(self.options),
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
 

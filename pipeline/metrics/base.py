@@ -118,6 +118,25 @@ class Option:
         return "--" + self.key.replace("_", "-")
 
 
+@dataclass(frozen=True)
+class Preset:
+    """A setting of a family that stands for metrics and option values at once.
+
+    E.g. ROUGE-1.5.5's ``rouge155`` (the Perl script's flags, ``"-n 4 -w 1.2 -2 4 -U -f A"``).
+    Like an option, its key is a settings and config-file key; given (not None), the metrics
+    and options it expands to replace those given beside it.
+
+    Attributes:
+        key: the settings key, e.g. ``rouge155``.
+        expand: the text -> (metric names in output order, option values by key).
+            Raises ``ConfigError`` for text it refuses.
+
+    """
+
+    key: str
+    expand: Callable[[str], tuple[tuple[str, ...], dict[str, Any]]]
+
+
 class DataWarning(UserWarning):
     """A family's warning about the data of a batch (its count is a :class:`DataNote`).
 
@@ -187,6 +206,7 @@ class MetricFamily(Protocol):
         names: the metric names it serves as listed in ``--help`` and "did you mean" hints
             (a family serving names by pattern lists the usual ones).
         options: its settings (keys shared with another family must be declared alike).
+        presets: its :class:`Preset` declarations (usually none).
         notes: its :class:`DataNote` declarations (the keys of :attr:`FamilyScores.counts`
             it fills).
         trailing_signature_fields: keys of its signature fields written after ``seed``
@@ -208,6 +228,8 @@ class MetricFamily(Protocol):
     def names(self) -> tuple[str, ...]: ...  # noqa: D102
     @property
     def options(self) -> tuple[Option, ...]: ...  # noqa: D102
+    @property
+    def presets(self) -> tuple[Preset, ...]: ...  # noqa: D102
     @property
     def notes(self) -> tuple[DataNote, ...]: ...  # noqa: D102
     @property
@@ -265,6 +287,7 @@ class Family:
         pattern: when set, the names it serves are those this pattern matches in full
             (e.g. ``rouge([1-9])|rougeL|rougeLsum``); otherwise exactly ``names``.
         options: its settings.
+        presets: its settings that stand for metrics and options at once (:class:`Preset`).
         notes: its data notes, in the order they are written and printed.
         trailing_signature_fields: signature fields written after ``seed`` rather than
             after ``metrics`` (where ROUGE's ``split`` and ``maxtok`` have always been).
@@ -275,6 +298,7 @@ class Family:
     names: ClassVar[tuple[str, ...]] = ()
     pattern: ClassVar[re.Pattern[str] | None] = None
     options: ClassVar[tuple[Option, ...]] = ()
+    presets: ClassVar[tuple[Preset, ...]] = ()
     notes: ClassVar[tuple[DataNote, ...]] = ()
     trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -365,4 +389,4 @@ def text_list(texts: Any) -> list[str | None]:
 
 
 __all__ = ["CorpusScore", "DataNote", "DataWarning", "Family", "FamilyScores", "MetricFamily",
-           "MetricSpec", "Option", "reference_lists", "text_list"]
+           "MetricSpec", "Option", "Preset", "reference_lists", "text_list"]

@@ -91,6 +91,50 @@ def probe_key(slot_key, key, s, mask):
 
 
 @lazy_njit(cache=True, nogil=True)
+def count_at(slots, counts, used, n_used, s, value):
+    """Count one more of the entry probed at slot ``s``, adding it there when the slot is empty.
+
+    Args:
+        slots: int64 (C,): the table's entries (-1: empty).
+        counts: int (C,): occurrences per slot.
+        used: int64 scratch: the slots filled so far, in order (for :func:`clear`).
+        n_used: how many of ``used`` are set.
+        s: the slot :func:`probe` or :func:`probe_key` returned for the entry.
+        value: the entry (an n-gram's start, or a key).
+
+    Returns:
+        The new ``n_used``.
+
+    """
+    if slots[s] == -1:
+        slots[s] = value
+        counts[s] = 1
+        used[n_used] = s
+        return n_used + 1
+    counts[s] += 1
+    return n_used
+
+
+@lazy_njit(cache=True, nogil=True)
+def take_at(slots, counts, s):
+    """1 when the entry probed at slot ``s`` has an occurrence left (taking it), else 0.
+
+    A clipped match: each reference occurrence matches at most one prediction occurrence.
+    """
+    if slots[s] != -1 and counts[s] > 0:
+        counts[s] -= 1
+        return 1
+    return 0
+
+
+@lazy_njit(cache=True, nogil=True)
+def clear(slots, used, n_used):
+    """Empty the ``n_used`` slots listed in ``used`` (the table is then all -1 again)."""
+    for k in range(n_used):
+        slots[used[k]] = -1
+
+
+@lazy_njit(cache=True, nogil=True)
 def table_mask(n_entries):
     """Mask (size - 1) of the smallest power-of-two table at most half full with n_entries."""
     size = 16
@@ -104,4 +148,5 @@ def ngram_count(length: int, max_order: int) -> int:
     return sum(max(length - n, 0) for n in range(max_order))
 
 
-__all__ = ["extend_hash", "ngram_count", "probe", "probe_key", "start_hash", "table_mask"]
+__all__ = ["clear", "count_at", "extend_hash", "ngram_count", "probe", "probe_key", "start_hash",
+           "table_mask", "take_at"]

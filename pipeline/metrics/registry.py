@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import DataNote, MetricFamily, MetricSpec, Option
+from pipeline.metrics.base import DataNote, MetricFamily, MetricSpec, Option, Preset
 from pipeline.metrics.bleu import FAMILY as BLEU
 from pipeline.metrics.chrf import FAMILY as CHRF
 from pipeline.metrics.rouge.family import FAMILY as ROUGE
@@ -107,6 +107,11 @@ def by_family(metrics: Sequence[str]) -> list[tuple[MetricFamily, tuple[str, ...
     return [(family, tuple(ms)) for family, ms in groups.values()]
 
 
+def presets() -> tuple[Preset, ...]:
+    """Every family's presets, in family order (settings keys, e.g. ``rouge155``)."""
+    return tuple(p for f in FAMILIES for p in f.presets)
+
+
 def data_notes() -> tuple[DataNote, ...]:
     """Every family's data notes, each key once, in family order (the manifest's order)."""
     seen: dict[str, DataNote] = {}
@@ -162,5 +167,5 @@ def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict
 
 
 __all__ = ["FAMILIES", "by_family", "data_notes", "family_of", "measure_of_column", "names",
-           "options", "signature_fields", "spec", "specs", "trailing_signature_fields",
+           "options", "presets", "signature_fields", "spec", "specs", "trailing_signature_fields",
            "with_defaults"]

@@ -46,7 +46,7 @@ import pyarrow as pa
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import multi_reference
-from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option, Preset
 from pipeline.tokenizers.rouge155 import TextOptions, tokenize_rouge155
 
 NAMES = ("rouge1", "rouge2", "rouge3", "rouge4", "rougeLsum", "rougeWsum", "rougeS4",
@@ -574,6 +574,12 @@ def rouge_spec(metric: str, options: Mapping[str, Any]) -> MetricSpec:
     return _spec(metric, "rouge", options)
 
 
+def _expand_flags(text: str) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The metrics and options the script's flags stand for (:func:`parse_rouge155_flags`)."""
+    metrics, options, _ = parse_rouge155_flags(text)
+    return metrics, options
+
+
 class Rouge155(Family):
     """The ``rouge155`` family: ROUGE-1.5.5's ROUGE-W, ROUGE-S and ROUGE-SU.
 
@@ -586,6 +592,8 @@ class Rouge155(Family):
     names = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
     pattern = _OWN_NAME
     options = OPTIONS
+    # rouge155: the script's flags, for the metrics and options they stand for
+    presets = (Preset("rouge155", _expand_flags),)
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """P/R/F, matches and units (float64 for rougeWsum), the reference used.
