@@ -26,7 +26,14 @@ import numpy as np
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
-from pipeline.metrics.hashing import extend_hash, probe, start_hash, table_mask
+from pipeline.metrics.hashing import (
+    clear,
+    extend_hash,
+    probe,
+    start_hash,
+    table_mask,
+    take_at,
+)
 from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_batch
 
 MAX_ORDER = 4
@@ -219,14 +226,11 @@ def _segment_statistics(ids, offsets, n_predictions, ref_offsets):
             h = start_hash()
             for n in range(min(MAX_ORDER, hyp_lo + hyp_len - p)):
                 h = extend_hash(h, ids[p + n])
-                s = probe(ids, p, n, h, slot_pos, slot_order, mask)
-                if slot_pos[s] != -1 and slot_clip[s] > 0:
-                    slot_clip[s] -= 1
-                    out[i, 2 + n] += 1
+                out[i, 2 + n] += take_at(slot_pos, slot_clip,
+                                         probe(ids, p, n, h, slot_pos, slot_order, mask))
         for n in range(MAX_ORDER):
             out[i, 2 + MAX_ORDER + n] = max(hyp_len - n, 0)
-        for u in range(n_used):
-            slot_pos[used[u]] = -1
+        clear(slot_pos, used, n_used)
     return out
 
 
