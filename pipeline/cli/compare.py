@@ -11,6 +11,7 @@ import click
 
 from pipeline import compare as cmp
 from pipeline.cli import main
+from pipeline.cli.options import measures_option
 from pipeline.errors import PipelineError
 
 _TEXT_WIDTH = 160
@@ -254,9 +255,9 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
 @main.command("compare")
 @click.argument("baseline_dir")
 @click.argument("candidate_dir")
-@click.option("--metric", "metrics", multiple=True, metavar="METRIC.MEASURE",
-              help="Measure to compare, e.g. rougeL.fmeasure (repeatable or comma-separated). "
-                   "Default: the primary measure of every metric present in both runs.")
+@measures_option(what="Measures to compare, e.g. rougeL.fmeasure,bleu.score (repeatable "
+                      "or comma-separated).  [default: the primary measure of every metric "
+                      "in both runs]")
 @click.option("--band", "band_values", multiple=True, metavar="[METRIC.MEASURE=]VALUE",
               help="The band's floor: a bare number is a fraction of each measure's full "
                    "scale (0.01: 0.01 for ROUGE on 0..1, 1.0 for BLEU on 0..100); "

@@ -52,7 +52,7 @@ _FIXED_COMPARE = ("baseline_dir", "candidate_dir", "output", "history", "plot",
               help="Further `overlap score` options, one string (env SCORE_ARGS).")
 @click.option("--compare-args", envvar="COMPARE_ARGS", default="",
               help="Further `overlap compare` options, one string (env COMPARE_ARGS), e.g. "
-                   "\"--band rougeL.fmeasure=0.005 --metric rougeL.fmeasure\".")
+                   "\"--band rougeL.fmeasure=0.005 --metrics rougeL.fmeasure\".")
 @click.option("--publish-args", envvar="PUBLISH_ARGS", default="",
               help="When set, publish tonight's run with these `overlap publish` options "
                    "(env PUBLISH_ARGS), e.g. \"--delta /data/warehouse --label model=m7\".")
@@ -85,6 +85,9 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
         if any(flags.get(k) not in (None, False, "x", predictions) for k in _FIXED_SCORE):
             raise ConfigError("SCORE_ARGS: --references, --output, --run-id and --overwrite "
                               "are the nightly's own")
+        if flags.pop("output_format", "summary") != "summary":
+            raise ConfigError("SCORE_ARGS: --format is not used by the nightly, which prints "
+                              "the comparison")
         config_file = flags.pop("config_file", None)
         thresholds = flags.pop("thresholds", ())
         for k in _FIXED_SCORE:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pipeline.cli import main
+from pipeline.cli.options import measures_option
 from pipeline.cli.score import one_line
 from pipeline.errors import PipelineError
 
@@ -21,8 +22,7 @@ from pipeline.errors import PipelineError
 @click.option("--comparison", metavar="COMPARE.json", default=None,
               help="Show this comparison of RUN_DIR (overlap compare --output): its verdict, "
                    "alarms and settings; the baseline is its own unless --baseline is given.")
-@click.option("--metric", "metrics", multiple=True, metavar="METRIC.MEASURE",
-              help="As overlap compare (without --comparison).")
+@measures_option(what="Measures to compare, as overlap compare (without --comparison)")
 @click.option("--band", "band_values", multiple=True, metavar="[METRIC.MEASURE=]VALUE",
               help="As overlap compare (without --comparison).")
 @click.option("--confidence", type=float, default=None, help="As overlap compare.")
