@@ -252,7 +252,17 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
     return default, per
 
 
-@main.command("compare")
+_COMPARE_EPILOG = """\b
+Examples:
+  overlap compare runs/realsumm runs/shorter
+  overlap compare runs/base runs/cand --metrics rougeL.fmeasure,bleu.score --format table
+  overlap compare BASE CAND --history /data/overlap --output cmp/ --plot cmp/delta.png
+
+\b
+Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
+
+
+@main.command("compare", epilog=_COMPARE_EPILOG)
 @click.argument("baseline_dir")
 @click.argument("candidate_dir")
 @measures_option(what="Measures to compare, e.g. rougeL.fmeasure,bleu.score (repeatable "
@@ -311,9 +321,9 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
                     seed: int, max_missing: float, top: int, output: str | None,
                     plot: str | None, allow_signature_mismatch: bool,
                     output_format: str) -> None:
-    """Compare CANDIDATE_DIR against BASELINE_DIR (two `overlap score` outputs).
+    """Tell whether a run moved against a baseline beyond noise.
 
-    Pairs examples by id (and group columns), and per measure and group computes the values,
+    BASELINE_DIR and CANDIDATE_DIR are two `overlap score` outputs. Pairs examples by id (and group columns), and per measure and group computes the values,
     the delta, its paired bootstrap interval, an approximate randomization p-value adjusted
     across all rows (--adjust) and the minimal detectable effect. A change alarms when the
     adjusted p < 1 - confidence and |delta| > the row's band (learned from --history when

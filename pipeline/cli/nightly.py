@@ -38,7 +38,15 @@ _FIXED_COMPARE = ("baseline_dir", "candidate_dir", "output", "history", "plot",
                   "output_format")
 
 
-@main.command("nightly")
+@main.command("nightly", epilog="""\b
+Examples:
+  overlap nightly nights pipeline/data/realsumm/predictions \\
+      pipeline/data/realsumm/references.parquet --run-date 2026-12-01
+  RUN_DATE=2026-12-02 COMPARE_ARGS="--band rougeL.fmeasure=0.005" \\
+      overlap nightly /data/overlap s3://evals/tonight/predictions s3://evals/refs --report
+
+\b
+Details, cron and Airflow: docs/compare.md ("Nightly use").""")
 @click.argument("root")
 @click.argument("predictions")
 @click.argument("references", required=False)
@@ -63,9 +71,9 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
                     run_date: str | None, run_id: str | None, baseline: str | None,
                     score_args: str, compare_args: str, publish_args: str,
                     write_report: bool) -> None:
-    """Score tonight's PREDICTIONS under ROOT, compare with the last night and the history.
+    """Score tonight's run, compare it with the history.
 
-    Layout under ROOT (any characters; Hive-style partitions a warehouse can read):
+    Scores PREDICTIONS (against REFERENCES) under ROOT. Layout under ROOT (any characters; Hive-style partitions a warehouse can read):
     ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/ (the `overlap score` output) and
     ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/ (compare.json, compare.parquet,
     delta.png, report.html). The baseline is the newest complete run dated on or before

@@ -10,7 +10,14 @@ from pipeline.cli.score import one_line
 from pipeline.errors import PipelineError
 
 
-@main.command("report")
+@main.command("report", epilog="""\b
+Examples:
+  overlap report runs/realsumm --output report.html
+  overlap report runs/shorter --baseline runs/realsumm --output report.html
+  overlap report RUN --comparison cmp/compare.json --output report.html
+
+\b
+Details: docs/report.md.""")
 @click.argument("run_dir")
 @click.option("--baseline", metavar="RUN_DIR", default=None,
               help="Compare with this complete run: the compare table with alarms, the "
@@ -38,9 +45,10 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
                    band_values: tuple[str, ...], confidence: float | None,
                    adjust: str | None, history: str | None,
                    history_window: int | None) -> None:
-    """Write one self-contained HTML file about RUN_DIR (no request made when it is opened).
+    """Write an HTML report of a run.
 
-    The verdict and alarms first (those of --comparison, or of the compare options given
+    One self-contained file about RUN_DIR (and its comparison): opening it makes no network
+    request. The verdict and alarms first (those of --comparison, or of the compare options given
     here, as overlap compare would print them), then the run's signature, counts and notes,
     per metric and group the mean with its interval, and a histogram of the per-example
     values of each measure; with --baseline (or --comparison), the compare table with

@@ -22,6 +22,11 @@ from pipeline.errors import PipelineError, did_you_mean
 from pipeline.metrics.base import Option
 from pipeline.scoring import DEFAULT_METRICS, Threshold
 
+# Columns of the default summary (``--format summary``): a terminal of 100 columns shows it
+# unwrapped. ``--format wide`` writes one line per group whatever its width.
+SUMMARY_WIDTH = 100
+SUMMARY_FORMATS = ("summary", "wide", "json")
+
 
 class _Choice(click.Choice):
     """``click.Choice`` whose refusal adds "did you mean ...?" for a near miss."""
@@ -119,7 +124,21 @@ def _rouge155_mapping(flags: str) -> list[str]:
         "  options: " + ", ".join(f"{k}={v}" for k, v in options.items())]
 
 
-@main.command("score")
+_SCORE_EPILOG = """\b
+Examples:
+  overlap score pipeline/data/realsumm/predictions \\
+      --references pipeline/data/realsumm/references.parquet \\
+      --output runs/realsumm --group-by system
+  overlap score preds/ --references refs.parquet --output runs/mt --metrics bleu,chrf
+  overlap score preds.parquet --output runs/qa --metrics token_f1,exact_match
+  overlap score preds/ --references refs/ --output runs/r155 --rouge155 "-n 4 -w 1.2 -m"
+
+\b
+Details: docs/scoring.md (inputs, output columns, bad input, resuming),
+docs/metrics.md (every metric and option)."""
+
+
+@main.command("score", epilog=_SCORE_EPILOG)
 @click.argument("predictions")
 @click.option("--references", metavar="REFERENCES",
               help="Separate references table (file, directory or glob), keyed by id; omit "
@@ -168,12 +187,13 @@ def _rouge155_mapping(flags: str) -> list[str]:
 def score_command(ctx: click.Context, predictions: str, references: str | None, output: str,
                   config_file: str | None, thresholds: tuple[str, ...], run_id: str | None,
                   overwrite: bool, output_format: str, **flags: Any) -> None:
-    """Score PREDICTIONS (Parquet file, directory of shards or glob) against references.
+    """Score predictions against references into a run.
 
-    Joins predictions and references by id, scores every example (in-process for small
-    inputs, on Ray workers for large ones or a cluster: see --engine) and writes
-    DIR/examples/part-*.parquet, DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS
-    (last). Prints the means with their bootstrap intervals.
+    PREDICTIONS and --references are a Parquet file, a directory of shards or a glob
+    (local or a URI). Joins them by id, scores every example (in-process on every CPU, or
+    on Ray with --address: see --engine) and writes DIR/examples/part-*.parquet,
+    DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
+    their bootstrap intervals, per --group-by group.
 
     Exit codes: 0 ok, 2 bad usage or input, 3 output exists (use --overwrite),
     4 execution failure.
@@ -209,14 +229,19 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
                                   width=None if output_format == "wide" else SUMMARY_WIDTH))
 
 
-@main.command("signature")
+@main.command("signature", epilog=(
+    "\b\nExamples:\n  overlap signature --metrics rouge1,rougeL --stemmer porter\n"
+    "  overlap signature --rouge155 \"-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m\""))
 @_scoring_options
 @click.option("--n-references", default="1", show_default=True, metavar="N|var",
               help="References per example, or 'var' when it varies.")
 @click.pass_context
 def signature_command(ctx: click.Context, config_file: str | None, n_references: str,
                       **flags: Any) -> None:
-    """Print the signature of a scoring configuration (as written on every result).
+    """Print the signature a configuration writes.
+
+    The string every result of a run with these settings carries (Parquet metadata,
+    manifest.json); compare refuses runs whose signatures differ in a compared measure.
 
     With --rouge155, first what the script's flags stand for (metrics and options).
     """
@@ -260,10 +285,6 @@ def _cell(mean: float | None, low: float | None, high: float | None) -> str:
     return f"{mean:.4f} [{low:.4f}, {high:.4f}]"
 
 
-# Columns of the default summary (``--format summary``): a terminal of 100 columns shows it
-# unwrapped. ``--format wide`` writes one line per group whatever its width.
-SUMMARY_WIDTH = 100
-SUMMARY_FORMATS = ("summary", "wide", "json")
 _GAP = "  "
 
 
