@@ -323,13 +323,14 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
                     output_format: str) -> None:
     """Tell whether a run moved against a baseline beyond noise.
 
-    BASELINE_DIR and CANDIDATE_DIR are two `overlap score` outputs. Pairs examples by id (and group columns), and per measure and group computes the values,
-    the delta, its paired bootstrap interval, an approximate randomization p-value adjusted
-    across all rows (--adjust) and the minimal detectable effect. A change alarms when the
-    adjusted p < 1 - confidence and |delta| > the row's band (learned from --history when
-    it has enough nights, never below --band); a drift alarms when the history's control
-    chart passes its limit; a group that lost more than --max-missing of its baseline
-    examples alarms as missing. The verdict and alarms are printed first.
+    BASELINE_DIR and CANDIDATE_DIR are two `overlap score` outputs. Pairs examples by id
+    (and group columns), and per measure and group computes the values, the delta, its
+    paired bootstrap interval, an approximate randomization p-value adjusted across all rows
+    (--adjust) and the minimal detectable effect. A change alarms when the adjusted p < 1 -
+    confidence and |delta| > the row's band (learned from --history when it has enough
+    nights, never below --band); a drift alarms when the history's control chart passes its
+    limit; a group that lost more than --max-missing of its baseline examples alarms as
+    missing. The verdict and alarms are printed first.
 
     Exit codes: 0 no alarm, 1 alarm (change, drift or missing examples; a failed --plot is
     only a warning), 2 bad usage or input (including differing signatures).

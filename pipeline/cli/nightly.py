@@ -73,12 +73,13 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
                     write_report: bool) -> None:
     """Score tonight's run, compare it with the history.
 
-    Scores PREDICTIONS (against REFERENCES) under ROOT. Layout under ROOT (any characters; Hive-style partitions a warehouse can read):
-    ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/ (the `overlap score` output) and
-    ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/ (compare.json, compare.parquet,
-    delta.png, report.html). The baseline is the newest complete run dated on or before
-    tonight, other than tonight's; the comparison learns its bands and drift from ROOT
-    (--history ROOT). Running the same night again (same RUN_DATE and RUN_ID) resumes it.
+    Scores PREDICTIONS (against REFERENCES) under ROOT. Layout under ROOT (any characters;
+    Hive-style partitions a warehouse can read): ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/
+    (the `overlap score` output) and ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/
+    (compare.json, compare.parquet, delta.png, report.html). The baseline is the newest
+    complete run dated on or before tonight, other than tonight's; the comparison learns its
+    bands and drift from ROOT (--history ROOT). Running the same night again (same RUN_DATE
+    and RUN_ID) resumes it.
 
     Exit codes: 0 no alarm, or a first night with nothing to compare with; 1 alarm; 2 bad
     usage or input; 3 or 4 as overlap score (output held by another run; execution failure).

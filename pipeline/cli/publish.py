@@ -41,12 +41,13 @@ def publish_command(ctx: click.Context, run_dir: str, delta: str | None, iceberg
                     run_date: str | None) -> None:
     """Append a run to Delta Lake and/or Iceberg tables.
 
-    RUN_DIR is a complete run (with _SUCCESS), checked against its manifest. Both tables (examples, aggregates) get run_id, run_date, signature and the --label
-    columns, and are partitioned by run_date. Publishing a run that is already in a table
-    writes nothing to it, so publishing again after a failure completes what is missing;
-    another run (or other labels or date) under a published run id is refused. A run with
-    new metrics adds columns; a column whose type changed is refused. Everything is checked
-    before anything is written.
+    RUN_DIR is a complete run (with _SUCCESS), checked against its manifest. Both tables
+    (examples, aggregates) get run_id, run_date, signature and the --label columns, and are
+    partitioned by run_date. Publishing a run that is already in a table writes nothing to
+    it, so publishing again after a failure completes what is missing; another run (or other
+    labels or date) under a published run id is refused. A run with new metrics adds
+    columns; a column whose type changed is refused. Everything is checked before anything
+    is written.
 
     Exit codes: 0 published, 2 bad usage or input (an incomplete run or one that does not
     match its manifest, a type change, another run under the run id, a bad namespace),

@@ -48,13 +48,13 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
     """Write an HTML report of a run.
 
     One self-contained file about RUN_DIR (and its comparison): opening it makes no network
-    request. The verdict and alarms first (those of --comparison, or of the compare options given
-    here, as overlap compare would print them), then the run's signature, counts and notes,
-    per metric and group the mean with its interval, and a histogram of the per-example
-    values of each measure; with --baseline (or --comparison), the compare table with
-    alarms highlighted, the distribution of per-example deltas and the examples that moved
-    most, with the matched words marked and a word diff; with --history, the nightly trend
-    of each measure. Readable without JavaScript, and printable.
+    request. The verdict and alarms first (those of --comparison, or of the compare options
+    given here, as overlap compare would print them), then the run's signature, counts and
+    notes, per metric and group the mean with its interval, and a histogram of the
+    per-example values of each measure; with --baseline (or --comparison), the compare table
+    with alarms highlighted, the distribution of per-example deltas and the examples that
+    moved most, with the matched words marked and a word diff; with --history, the nightly
+    trend of each measure. Readable without JavaScript, and printable.
 
     An existing FILE.html is replaced only when it is a report written by overlap report.
 

@@ -189,9 +189,9 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
                   overwrite: bool, output_format: str, **flags: Any) -> None:
     """Score predictions against references into a run.
 
-    PREDICTIONS and --references are a Parquet file, a directory of shards or a glob
-    (local or a URI). Joins them by id, scores every example (in-process on every CPU, or
-    on Ray with --address: see --engine) and writes DIR/examples/part-*.parquet,
+    PREDICTIONS and --references are a Parquet file, a directory of shards or a glob (local
+    or a URI). Joins them by id, scores every example (in-process on every CPU, or on Ray
+    with --address: see --engine) and writes DIR/examples/part-*.parquet,
     DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
     their bootstrap intervals, per --group-by group.
 
@@ -445,10 +445,10 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
     n_files = len(manifest["outputs"]["examples"])
     out.append(f"output: {manifest['output']}  (examples/: {n_files} file(s), "
                "aggregate.parquet, manifest.json, _SUCCESS)")
-    table = _summary_table(header, lines_in, width=width)
+    grid = _summary_table(header, lines_in, width=width)
     if width is None:
-        return "\n".join([*out[:table_at], *table, *out[table_at:]])
-    return "\n".join([*_wrap(out[:table_at], width=width), *table,
+        return "\n".join([*out[:table_at], *grid, *out[table_at:]])
+    return "\n".join([*_wrap(out[:table_at], width=width), *grid,
                       *_wrap(out[table_at:], width=width)])
 
 
