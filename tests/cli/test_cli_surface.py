@@ -41,8 +41,7 @@ def runs(tmp_path_factory) -> dict[str, object]:
     pq.write_table(shorter, tmp / "shorter.parquet")
     out: dict[str, object] = {}
     for name, preds, fmt in (("base", PREDS, "summary"), ("wide", PREDS, "wide"),
-                             ("json", PREDS, "json"),
-                             ("shorter", tmp / "shorter.parquet", "summary")):
+                             ("shorter", tmp / "shorter.parquet", "json")):
         result = _invoke("score", preds, "--references", REFS, "--output", tmp / name,
                          "--group-by", "system", "--engine", "local", "--format", fmt,
                          "--run-id", name)
@@ -109,11 +108,11 @@ def test_the_wide_summary_has_one_line_per_group(runs):
 
 
 def test_json_holds_every_aggregate_row_and_the_manifest_figures(runs):
-    doc = json.loads(str(runs["json"]))
-    manifest = json.loads((Path(str(runs["json_dir"])) / "manifest.json").read_text())
+    doc = json.loads(str(runs["shorter"]))
+    manifest = json.loads((Path(str(runs["shorter_dir"])) / "manifest.json").read_text())
     assert doc["signature"] == manifest["signature"]
-    assert doc["run_id"] == "json" and doc["counts"] == manifest["counts"]
-    aggregate = pq.read_table(Path(str(runs["json_dir"])) / "aggregate.parquet").to_pylist()
+    assert doc["run_id"] == "shorter" and doc["counts"] == manifest["counts"]
+    aggregate = pq.read_table(Path(str(runs["shorter_dir"])) / "aggregate.parquet").to_pylist()
     assert doc["aggregate"] == aggregate
 
 
