@@ -293,7 +293,8 @@ Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
               help="Bootstrap resamples (and at least as many approximate randomization "
                    "trials).")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=cmp.DEFAULT_SEED,
-              show_default=True, help="Seed of the resampling (counter-based, see README).")
+              show_default=True,
+              help="Seed of the resampling (counter-based: see docs/compare.md).")
 @click.option("--max-missing", type=click.FloatRange(0.0, 1.0), default=cmp.DEFAULT_MAX_MISSING,
               show_default=True,
               help="Tolerated fraction of a group's baseline examples absent from the "

@@ -76,7 +76,7 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--rouge155", metavar="FLAGS",
                      help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 "
                           "-2 4 -U -m -f A\"): sets the metrics and options the script "
-                          "would use (tokenizer rouge155); see the README."),
+                          "would use (tokenizer rouge155); see docs/metrics.md."),
         *(_family_option(o) for o in registry.options()),
         click.option("--max-tokens", type=int, metavar="N",
                      help="Cut texts longer than N tokens before ROUGE (signature "
