@@ -265,6 +265,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         output went.
 
     """
+    from pipeline.aggregate import metric_aggregates
     from pipeline.metrics import registry
 
     config = manifest["config"]
@@ -333,6 +334,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         "",
         f"{shown} with a {interval}; every measure is in aggregate.parquet",
     ]
+    out += [f"{m}: {a.breakdown_text}"  # the corpus score's parts, as sacrebleu prints them
+            for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
     if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
             and config.get("sentence_split") == "newline":
         out.append(f"note: {counts['one_line_multi_sentence_texts']} texts have several "
