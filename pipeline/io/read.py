@@ -38,9 +38,11 @@ from pipeline.io.files import Location, locate
 TEXT_FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
 # pyarrow's JSON reader needs each line within one block (its default is 1 MiB)
 JSON_BLOCK_BYTES = 64 << 20
-CONVERT_HINT = ("overlap reads Parquet, CSV (*.csv) and JSON Lines (*.jsonl, *.ndjson), by the "
-                "file name: rename a CSV or JSON Lines file, or convert the file to Parquet, "
-                "e.g. pandas.read_csv(PATH).to_parquet('preds.parquet')")
+CONVERT_HINT = ("the format goes by the file name: *.csv, *.jsonl or *.ndjson, else Parquet; "
+                "rename the file, or convert it to Parquet, e.g. "
+                "pandas.read_csv(PATH).to_parquet('preds.parquet')")
+JSON_HINT = ('JSON Lines holds one object per line, e.g. {"id": "a", "prediction": "...", '
+             '"references": ["..."]}')
 
 
 def input_format(path: str) -> str:
@@ -83,6 +85,10 @@ def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = 
             parse = pacsv.ParseOptions(newlines_in_values=True)
             with loc.fs.open_input_stream(loc.path) as fh:
                 names = pacsv.open_csv(fh, parse_options=parse).schema.names
+            missing = [c for c in columns or () if c not in names]
+            if missing:
+                raise InputError(f"{what}: {loc.uri} has no column {missing[0]!r}; its "
+                                 f"columns: {', '.join(names)}")
             convert = pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in names}, strings_can_be_null=False,
                 include_columns=list(columns) if columns is not None else None)
@@ -95,8 +101,8 @@ def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = 
     except (OSError, pa.ArrowException) as e:
         name = "CSV" if kind == "csv" else "JSON Lines"
         raise InputError(f"{what}: {loc.uri} is not a readable {name} file "
-                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})"
-                         ) from None
+                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})",
+                         hint=None if kind == "csv" else JSON_HINT) from None
     if columns is None:
         return table
     missing = [c for c in columns if c not in table.column_names]
@@ -160,9 +166,10 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
             meta = pf.metadata
             schema = pf.schema_arrow
     except (OSError, pa.ArrowException) as e:
-        hint = CONVERT_HINT if "magic bytes" in str(e) else None
-        raise InputError(f"{what}: {loc.uri} is not a readable Parquet file ({e})",
-                         hint=hint) from None
+        if "magic bytes" in str(e) and not loc.path.lower().endswith((".parquet", ".parq")):
+            raise InputError(f"{what}: {loc.uri} is not a Parquet, CSV or JSON Lines file "
+                             "(no Parquet magic bytes)", hint=CONVERT_HINT) from None
+        raise InputError(f"{what}: {loc.uri} is not a readable Parquet file ({e})") from None
     rows = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
     return InputFile(loc.uri, int(info.size or 0), int(meta.num_rows), rows, schema,
                      info.mtime_ns)

@@ -43,7 +43,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> str:
 
 def score(tmp_path: Path, predictions: str, references: str | None = None, name: str = "run",
           **cfg) -> api.ScoreRun:
-    config = ScoreConfig(scoring={"metrics": ("rouge1", "rougeLsum", "bleu")}, bootstrap=50,
+    config = ScoreConfig(metrics=("rouge1", "rougeLsum", "bleu"), bootstrap=50,
                          engine="local", group_by=("system",), **cfg)
     return api.score(predictions, output=str(tmp_path / name), references=references,
                      config=config)
@@ -66,8 +66,13 @@ def parquet_run(tmp_path_factory) -> api.ScoreRun:
 
 
 def assert_same_scores(run: api.ScoreRun, parquet_run: api.ScoreRun) -> None:
-    assert run.aggregate.equals(parquet_run.aggregate)
-    assert examples(run).equals(examples(parquet_run))
+    # the same values; a group column is string here, large_string in the bundled Parquet
+    agg, want = run.aggregate, parquet_run.aggregate
+    assert agg.column_names == want.column_names
+    assert agg.cast(want.schema).equals(want)
+    got, want = examples(run), examples(parquet_run)
+    assert got.column_names == want.column_names
+    assert got.cast(want.schema).equals(want)
     assert run.signature == parquet_run.signature
 
 
@@ -87,7 +92,7 @@ def test_jsonl_with_real_lists_scores_as_parquet(tmp_path, parquet_run):
     rows = [{"id": i, "system": s, "prediction": p, "references": [refs[i]]} for i, s, p in
             zip(*(preds[c].to_pylist() for c in ("id", "system", "prediction")), strict=True)]
     for name in ("preds.jsonl", "preds.ndjson"):
-        run = score(tmp_path, write_jsonl(tmp_path / name, rows), name=name)
+        run = score(tmp_path, write_jsonl(tmp_path / name, rows), name=f"run-{name}")
         assert_same_scores(run, parquet_run)
 
 
@@ -115,7 +120,7 @@ def test_csv_ids_stay_text_and_jsonl_numbers_are_integer_ids(tmp_path):
     path = write_csv(tmp_path / "p.csv", ["id", "prediction", "references"],
                      [["007", "42", '["42"]'], ["7", "the cat", '["a cat", "the cat"]']])
     run = api.score(path, output=str(tmp_path / "csv"),
-                    config=ScoreConfig(scoring={"metrics": ("rouge1",)}, bootstrap=0,
+                    config=ScoreConfig(metrics=("rouge1",), bootstrap=0,
                                        engine="local"))
     table = examples(run)
     assert table["id"].to_pylist() == ["007", "7"]
@@ -124,7 +129,7 @@ def test_csv_ids_stay_text_and_jsonl_numbers_are_integer_ids(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [{"id": 7, "prediction": "a", "references": ["a"]},
                                               {"id": 3, "prediction": "b", "references": []}])
     run = api.score(path, output=str(tmp_path / "jsonl"),
-                    config=ScoreConfig(scoring={"metrics": ("rouge1",)}, bootstrap=0,
+                    config=ScoreConfig(metrics=("rouge1",), bootstrap=0,
                                        engine="local", on_empty_references="skip"))
     assert pa.types.is_int64(examples(run).schema.field("id").type)
     assert examples(run)["id"].to_pylist() == [7]
@@ -173,7 +178,7 @@ def test_unparsable_csv_and_jsonl_name_the_file(tmp_path):
     bad_json = tmp_path / "p.jsonl"
     bad_json.write_text('{"id": "a", "prediction": \n', encoding="utf-8")
     assert_refused(overlap_score(str(bad_json), "--output", str(out)), out,
-                   "not a readable JSON Lines file", "p.jsonl")
+                   "not a readable JSON Lines file", "p.jsonl", "one object per line")
 
 
 def test_prediction_numbers_in_jsonl_are_refused_as_in_parquet(tmp_path):
@@ -189,9 +194,9 @@ def test_another_format_gets_the_conversion_hint(tmp_path, name):
     path.write_text("id\tprediction\na\tx\n", encoding="utf-8")
     out = tmp_path / "out"
     line = assert_refused(overlap_score(str(path), "--output", str(out)), out, name,
-                          "not a readable Parquet file", "CSV (*.csv)", "JSON Lines",
+                          "is not a Parquet, CSV or JSON Lines file", "*.csv", "*.jsonl",
                           "to_parquet")
-    assert len(line) < 400
+    assert len(line) - len(str(path)) < 250  # one readable line
 
 
 def test_read_text_file_columns_and_errors(tmp_path):
