@@ -38,8 +38,7 @@ from pipeline.io.files import Location, locate
 TEXT_FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
 # pyarrow's JSON reader needs each line within one block (its default is 1 MiB)
 JSON_BLOCK_BYTES = 64 << 20
-CONVERT_HINT = ("the format goes by the file name: *.csv, *.jsonl or *.ndjson, else Parquet; "
-                "rename the file, or convert it to Parquet, e.g. "
+CONVERT_HINT = ("rename a CSV or JSON Lines file so, or convert it, e.g. "
                 "pandas.read_csv(PATH).to_parquet('preds.parquet')")
 JSON_HINT = ('JSON Lines holds one object per line, e.g. {"id": "a", "prediction": "...", '
              '"references": ["..."]}')
@@ -167,8 +166,8 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
             schema = pf.schema_arrow
     except (OSError, pa.ArrowException) as e:
         if "magic bytes" in str(e) and not loc.path.lower().endswith((".parquet", ".parq")):
-            raise InputError(f"{what}: {loc.uri} is not a Parquet, CSV or JSON Lines file "
-                             "(no Parquet magic bytes)", hint=CONVERT_HINT) from None
+            raise InputError(f"{what}: {loc.uri} is neither Parquet nor named *.csv, *.jsonl "
+                             "or *.ndjson", hint=CONVERT_HINT) from None
         raise InputError(f"{what}: {loc.uri} is not a readable Parquet file ({e})") from None
     rows = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
     return InputFile(loc.uri, int(info.size or 0), int(meta.num_rows), rows, schema,
