@@ -749,10 +749,8 @@ def metric_aggregates(table: pa.Table, metrics: Sequence[str | MetricSpec], *,
         options: the flat scoring options.
 
     Returns:
-        By metric name, in the order given.
-
-    Raises:
-        InputError: the table lacks a metric's rows.
+        By metric name, in the order given; a metric without a headline row in the table
+        (neither a corpus row nor the mean of its primary measure) is left out.
 
     """
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -761,13 +759,11 @@ def metric_aggregates(table: pa.Table, metrics: Sequence[str | MetricSpec], *,
             rows[(r["metric"], r["measure"], r["statistic"])] = r
     out = {}
     for spec in resolve_specs(metrics, options):
-        means = {}
-        for m in spec.measures:
-            r = rows.get((spec.name, m, "mean"))
-            if r is None:
-                raise InputError(f"the aggregate has no mean of {spec.name} {m}")
-            means[m] = Interval(r["mean"], r["ci_low"], r["ci_high"])
+        means = {m: Interval(r["mean"], r["ci_low"], r["ci_high"]) for m in spec.measures
+                 if (r := rows.get((spec.name, m, "mean"))) is not None}
         corpus = rows.get((spec.name, spec.primary, "corpus")) if spec.corpus else None
+        if corpus is None and spec.primary not in means:
+            continue  # a table without this metric's rows
         parts: dict[str, float | int] = {}
         if corpus is not None:
             parts = {part: corpus[name] for (part, _), (name, _) in
