@@ -17,7 +17,7 @@ import pytest
 from pipeline.aggregate import aggregate, aggregate_parts, metric_aggregates
 from pipeline.metrics.bleu import BREAKDOWN, bleu_breakdown, bleu_statistics
 from pipeline.scoring import Scorer
-from tests.mt_data import bundled_realsumm, reference_streams, shared_examples
+from tests.support.mt_data import bundled_realsumm, reference_streams, shared_examples
 
 sacrebleu = pytest.importorskip("sacrebleu")
 from sacrebleu.metrics import BLEU  # noqa: E402

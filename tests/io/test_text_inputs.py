@@ -16,7 +16,7 @@ from pipeline import api
 from pipeline.cli import main
 from pipeline.config import ScoreConfig
 from pipeline.errors import InputError
-from tests.mt_data import BUNDLED
+from tests.support.mt_data import BUNDLED
 
 FAST = ["--engine", "local", "--bootstrap", "0"]
 

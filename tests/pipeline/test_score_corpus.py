@@ -15,7 +15,7 @@ import pipeline
 from pipeline import api
 from pipeline.config import DEFAULT_MAX_TOKENS, ScoreConfig
 from pipeline.errors import ConfigError, InputError
-from tests.mt_data import BUNDLED, bundled_realsumm, reference_streams
+from tests.support.mt_data import BUNDLED, bundled_realsumm, reference_streams
 
 sacrebleu = pytest.importorskip("sacrebleu")
 from sacrebleu.metrics import BLEU, CHRF  # noqa: E402
