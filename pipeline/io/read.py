@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -109,6 +110,37 @@ def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = 
         raise InputError(f"{what}: {loc.uri} has no column {missing[0]!r}; its columns: "
                          f"{', '.join(table.column_names)}")
     return table.select(list(columns))
+
+
+def input_dataset(fs: pafs.FileSystem, paths: Sequence[str], *, what: str) -> Any:
+    """A ``pyarrow.dataset`` over input files of any format, to look some rows up.
+
+    Parquet files are a Parquet dataset (read lazily, filters pushed down); when any file
+    is CSV or JSON Lines (:func:`input_format`), every file is read whole into one
+    in-memory dataset (CSV columns as text, as a run reads them).
+
+    Args:
+        fs: the files' filesystem.
+        paths: the files' paths on ``fs``, at least one.
+        what: the input's name for errors.
+
+    Raises:
+        InputError: a CSV or JSON Lines file that cannot be read.
+
+    """
+    import pyarrow.dataset as pads
+
+    if all(input_format(p) == "parquet" for p in paths):
+        return pads.dataset(list(paths) if len(paths) > 1 else paths[0], format="parquet",
+                            filesystem=fs)
+    tables = []
+    for p in paths:
+        if input_format(p) == "parquet":
+            with fs.open_input_file(p) as fh:
+                tables.append(pq.read_table(fh))
+        else:
+            tables.append(read_text_file(Location(fs, p, p), what=what))
+    return pads.dataset(pa.concat_tables(tables, promote_options="permissive"))
 
 
 @dataclass(frozen=True)

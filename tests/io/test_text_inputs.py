@@ -212,3 +212,33 @@ def test_read_text_file_columns_and_errors(tmp_path):
     assert table.schema.types == [pa.string(), pa.string()]
     with pytest.raises(InputError, match="has no column 'x'; its columns: id, n, prediction"):
         read_text_file(locate(path), what="predictions", columns=["x"])
+
+
+@pytest.mark.parametrize("layout", ["csv-inline", "csv-list", "csv-rows", "jsonl"])
+def test_explain_and_report_read_the_texts_back_from_csv_and_jsonl(tmp_path, layout):
+    from pipeline.io.runs import open_run
+    from pipeline.report.texts import read_texts
+
+    refs = {"a": ["the cat sat on the mat"], "b": ["a dog barked", "the dog"]}
+    preds = {"a": "the cat sat", "b": "a dog"}
+    references = None
+    if layout == "csv-inline":
+        path = write_csv(tmp_path / "p.csv", ["id", "prediction", "references"],
+                         [[i, preds[i], json.dumps(refs[i])] for i in preds])
+    elif layout == "jsonl":
+        path = write_jsonl(tmp_path / "p.jsonl", [{"id": i, "prediction": preds[i],
+                                                  "references": refs[i]} for i in preds])
+    else:
+        path = write_csv(tmp_path / "p.csv", ["id", "prediction"], [[i, preds[i]] for i in preds])
+        if layout == "csv-list":
+            references = write_csv(tmp_path / "r.csv", ["id", "references"],
+                                   [[i, json.dumps(refs[i])] for i in refs])
+        else:
+            references = write_csv(tmp_path / "r.csv", ["id", "reference"],
+                                   [[i, r] for i in refs for r in refs[i]])
+    run = api.score(path, output=str(tmp_path / "out"), references=references,
+                    config=ScoreConfig(metrics=("rouge1",), bootstrap=0, engine="local"))
+    assert read_texts(open_run(run.output), ["b", "a"]) == {
+        i: (preds[i], refs[i]) for i in preds}
+    document = api.explain(run_dir=run.output, example_id="b").to_document()
+    assert [r["text"] for r in document["references"]] == refs["b"]
