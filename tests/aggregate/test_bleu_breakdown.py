@@ -138,3 +138,17 @@ def test_metric_aggregates_reads_the_breakdown_and_prints_it_as_sacrebleu():
                         math.fsum(BLEU(effective_order=True).sentence_score(p, r).score
                                   for p, r in zip(preds, refs, strict=True)) / len(preds),
                         rel_tol=1e-12)
+
+
+def test_a_group_column_named_like_a_breakdown_column_is_refused(tmp_path):
+    from pipeline import api
+    from pipeline.config import ScoreConfig
+    from pipeline.errors import ConfigError
+
+    pq.write_table(pa.table({"id": ["a"], "prediction": ["x y"], "references": [["x y"]],
+                             "bleu_bp": ["g"]}), tmp_path / "p.parquet")
+    with pytest.raises(ConfigError, match="'bleu_bp'"):
+        api.score(str(tmp_path / "p.parquet"), output=str(tmp_path / "out"),
+                  config=ScoreConfig(metrics=("bleu",), group_by=("bleu_bp",),
+                                     engine="local"))
+    assert not (tmp_path / "out").exists()
