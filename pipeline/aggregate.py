@@ -348,15 +348,15 @@ def aggregate(table: pa.Table | Callable[[list[str]], pa.Table], *,
                     stats.evaluate(estimates, sums, totals), confidence)
             del results
 
-    parted = sorted({c for r in rows if r.spec is not None for c in r.estimate.columns})
+    used = sorted({c for e in estimates for c in e.columns})
     out = []
     for scope, ci in zip(scopes, intervals, strict=True):
-        values = prepared.values[scope.start:scope.stop]
-        sums = np.zeros(values.shape[1])
-        if parted:  # the summed statistics of the breakdowns (sacrebleu's BLEUScore fields)
-            sums[parted] = stats.exact_sums(values[:, parted])
-        out.append((scope.kind, scope.key, scope.stop - scope.start,
-                    stats.point_estimates(values, estimates), ci, sums))
+        # stats.point_estimates, keeping the exact sums for the breakdowns
+        n = scope.stop - scope.start
+        sums = np.zeros((1, prepared.values.shape[1]))
+        sums[0, used] = stats.exact_sums(prepared.values[scope.start:scope.stop, used])
+        out.append((scope.kind, scope.key, n,
+                    stats.evaluate(estimates, sums, np.array([float(n)]))[0], ci, sums[0]))
     return _output(out, rows, group_by, prepared.group_types)
 
 
