@@ -10,15 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
 
 from pipeline import api
-from pipeline.cli import main
 from pipeline.config import ScoreConfig
 from pipeline.errors import InputError
+from tests.pipeline.test_bad_input import assert_refused, overlap_score
 from tests.support.mt_data import BUNDLED
-
-FAST = ["--engine", "local", "--bootstrap", "0"]
 
 
 def bundled(n: int = 300) -> tuple[pa.Table, dict[str, str]]:
@@ -136,21 +133,6 @@ def test_csv_ids_stay_text_and_jsonl_numbers_are_integer_ids(tmp_path):
 
 
 # --- bad input: one line on stderr naming the file and column, exit 2, nothing written ----
-
-def overlap_score(*args: str) -> Result:
-    return CliRunner().invoke(main, ["score", *args, *FAST])
-
-
-def assert_refused(result: Result, out: Path, *fragments: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    assert not out.exists()
-    assert not [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
-    return lines[0]
-
 
 def test_a_cell_that_is_not_a_json_array_names_file_column_and_id(tmp_path):
     path = write_csv(tmp_path / "p.csv", ["id", "prediction", "references"],
