@@ -9,8 +9,10 @@ subsets of the shared data
 (``/work/shared/data``; see its README) stored in ``tests/data/pre_move/inputs/``. Each test
 scores one case again and compares every file byte for byte; in the JSON documents only the
 run's times, paths, engine description and timings are left out (they describe the run, not
-its scores), and ``compare.parquet``, whose rows and metadata name the runs' directories, is
-compared as rows, schema and metadata with those paths replaced.
+its scores); the additions issue 18 names (BLEU's breakdown columns in ``aggregate.parquet``)
+are allowed: every pre-move column, value and metadata item must stay as it was; and
+``compare.parquet``, whose rows and metadata name the runs' directories, is compared as rows,
+schema and metadata with those paths replaced.
 
 Regenerate (only for a deliberate, documented output change)::
 
@@ -118,7 +120,8 @@ def _inputs() -> None:
         pq.write_table(rows, INPUTS / f"{name}.parquet")
 
 
-def _normal_manifest(document: dict[str, Any]) -> dict[str, Any]:
+def _normal_manifest(document: dict[str, Any], added: set[str] = frozenset()
+                     ) -> dict[str, Any]:
     out = {k: v for k, v in document.items() if k not in _RUN_KEYS}
     inputs = dict(out["inputs"])
     for side in ("predictions", "references"):
@@ -130,6 +133,9 @@ def _normal_manifest(document: dict[str, Any]) -> dict[str, Any]:
     outputs = dict(out["outputs"])
     outputs["examples"] = [{k: v for k, v in e.items() if k != "where"}  # host, pid
                            for e in outputs["examples"]]
+    if added:  # the aggregate gained columns: compared by content instead
+        outputs["aggregate"] = {k: v for k, v in outputs["aggregate"].items()
+                                if k not in ("sha256", "size_bytes")}
     out["outputs"] = outputs
     return out
 
@@ -210,12 +216,37 @@ def test_run_outputs_unchanged(name: str, fresh: Path) -> None:
     assert sorted(got) == sorted(want)
     listed = [e["path"] for e in json.loads(got["manifest.json"])["outputs"]["examples"]]
     assert listed == sorted(str(p.relative_to(run)) for p in (run / "examples").iterdir())
+    manifest = json.loads(got["manifest.json"])
+    added = _additions(manifest["config"])
     for rel in want:
         if rel == "manifest.json":
-            assert _normal_manifest(json.loads(got[rel])) == \
-                _normal_manifest(json.loads(want[rel])), f"{name}/{rel}"
+            assert _normal_manifest(manifest, added) == \
+                _normal_manifest(json.loads(want[rel]), added), f"{name}/{rel}"
+        elif rel == "aggregate.parquet" and added:
+            _same_aggregate_but_additions(got[rel], want[rel], added)
         else:
             assert got[rel] == want[rel], f"{name}/{rel} differs from the pre-move bytes"
+
+
+def _additions(config: dict[str, Any]) -> set[str]:
+    """The aggregate columns issue 18 adds for a run's metrics (BLEU's breakdown)."""
+    from pipeline.metrics import registry
+
+    return {column for spec in registry.specs(config["metrics"], config)
+            for column, _ in getattr(spec, "breakdown_fields", ())}
+
+
+def _same_aggregate_but_additions(got: bytes, want: bytes, added: set[str]) -> None:
+    """Every pre-move column, its type and every value (bit for bit) and the metadata kept;
+    new columns only among ``added``."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    new, old = pq.read_table(io.BytesIO(got)), pq.read_table(io.BytesIO(want))
+    assert set(new.column_names) - set(old.column_names) <= added
+    assert new.select(old.column_names).equals(old)
+    assert new.schema.metadata == old.schema.metadata
 
 
 @pytest.mark.parametrize("name", list(COMPARISONS))
