@@ -152,7 +152,8 @@ def test_explain_an_example_of_a_run(runs):
     assert doc["settings"]["metrics"] == list(METRICS)
     for metric in METRICS:
         for stat in ("matches", "prediction_units", "reference_units"):
-            assert doc["metrics"][metric][stat] == examples.loc[ident, f"{metric}_{stat}"]
+            assert doc["metrics"][metric]["statistics"][stat] \
+                == examples.loc[ident, f"{metric}_{stat}"]
     missing = CliRunner().invoke(main, ["explain", str(runs["cand"]), "--id", "nope"])
     assert missing.exit_code == 2 and "nope" in missing.output
 
@@ -185,7 +186,7 @@ def test_report_follows_the_metrics_the_run_holds(runs, tmp_path):
 
 def test_runs_of_other_metric_families_publish_and_report(tmp_path):
     """BLEU, chrF and ROUGE in one run: the tables get every column of the run, the report
-    every metric, and explain keeps to ROUGE."""
+    every metric, and explain explains exactly the run's metrics."""
     pytest.importorskip("deltalake")
     import deltalake
 
@@ -205,4 +206,5 @@ def test_runs_of_other_metric_families_publish_and_report(tmp_path):
     for metric in ("bleu", "chrf", "rouge1"):
         assert f'<td class="l">{metric}</td>' in text
     ident = pd.read_parquet(preds)["id"].iloc[0]
-    assert list(api.explain(run_dir=str(run), example_id=ident).metrics) == ["rouge1"]
+    assert list(api.explain(run_dir=str(run), example_id=ident).metrics) == ["bleu", "chrf",
+                                                                             "rouge1"]

@@ -187,6 +187,16 @@ class Squad:
         return FamilyScores({c: v for c, v in columns.items()
                              if any(c.startswith(f"{m}_") for m in metrics)})
 
+    def explain(self, prediction: str | None, references: Sequence[str | None],
+                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Explain one example: the normalized tokens and the shared multiset per reference.
+
+        See :func:`pipeline.metrics.squad_explain.explain_squad`.
+        """
+        from pipeline.metrics.squad_explain import explain_squad
+
+        return explain_squad(prediction, references, metrics, options)
+
 
 FAMILY = Squad()
 
