@@ -91,7 +91,7 @@ rouge155_settings = st.fixed_dictionaries({
                   "limit_words": d["limits"][0], "limit_bytes": d["limits"][1]})
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prediction=text, references=st.lists(text, min_size=1, max_size=3),
        config=rouge155_settings)
 def test_rouge155_explanation_equals_the_scorer(prediction, references, config):
@@ -107,28 +107,26 @@ bleu_settings = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prediction=mt_text, references=st.lists(mt_text, min_size=1, max_size=3),
        config=bleu_settings)
 def test_bleu_explanation_equals_the_scorer_and_sacrebleu(prediction, references, config):
     from sacrebleu.metrics import BLEU
 
     e = assert_equals_the_scorer(prediction, references, ("bleu",), config)
-    truth = BLEU(tokenize=config["bleu_tokenize"], smooth_method=config["bleu_smooth"],
-                 lowercase=config["bleu_lowercase"], effective_order=True
-                 ).sentence_score(prediction, references)
+    metric = BLEU(tokenize=config["bleu_tokenize"], smooth_method=config["bleu_smooth"],
+                  lowercase=config["bleu_lowercase"], effective_order=True)
+    # sacrebleu's sentence statistics (its BLEUScore.counts are the smoothed ones)
+    sentence = metric._extract_corpus_statistics([prediction], [[r] for r in references])[0]
+    truth = metric.sentence_score(prediction, references)
     got = e.metrics["bleu"]
-    stats = got.statistics
-    assert (stats["prediction_tokens"], stats["reference_tokens"]) \
-        == (truth.sys_len, truth.ref_len)
-    assert [stats[f"matches_{n}"] for n in range(1, 5)] == list(truth.counts)
-    assert [stats[f"prediction_ngrams_{n}"] for n in range(1, 5)] == list(truth.totals)
+    assert list(got.statistics.values()) == list(sentence)
     assert got.detail["brevity_penalty"] == pytest.approx(truth.bp)
     assert [o["precision"] for o in got.detail["orders"]] == pytest.approx(truth.precisions)
     assert got.measures["score"] == pytest.approx(truth.score, abs=1e-9)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prediction=mt_text, references=st.lists(st.one_of(mt_text, st.none()), min_size=1,
                                                max_size=3))
 def test_chrf_and_squad_explanations_equal_the_scorer(prediction, references):
