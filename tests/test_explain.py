@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pipeline import Scorer, explain
 from pipeline.cli import main
+
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "runs", "running", "ran", "Cat", "x1"]
 text = st.lists(st.sampled_from(WORDS + ["\n", ".", ",", "!"]), max_size=25).map(
     lambda ws: " ".join(ws).replace(" \n ", "\n"))

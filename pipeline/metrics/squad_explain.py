@@ -28,7 +28,7 @@ from pipeline.metrics.explanation import (
     ngrams,
     one_range,
 )
-from pipeline.metrics.squad import TOKEN_F1_STATISTICS, _DELETE_PUNCTUATION, normalize_answer
+from pipeline.metrics.squad import _DELETE_PUNCTUATION, TOKEN_F1_STATISTICS, normalize_answer
 
 
 def _view(text: str | None) -> Tokens:
