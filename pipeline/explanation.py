@@ -2,7 +2,7 @@
 
 Each family declares its own explanation (the optional ``explain`` of
 :class:`~pipeline.metrics.base.MetricFamily`, written beside the family:
-:mod:`pipeline.metrics.rouge_explain`, :mod:`~pipeline.metrics.rouge155_explain`,
+:mod:`pipeline.metrics.rouge.explain`, :mod:`~pipeline.metrics.rouge155.explain`,
 :mod:`~pipeline.metrics.bleu_explain`, :mod:`~pipeline.metrics.chrf_explain`,
 :mod:`~pipeline.metrics.squad_explain`). This module checks the settings once (as
 :class:`pipeline.Scorer` does), hands each family its metrics, and renders the result as

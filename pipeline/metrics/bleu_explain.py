@@ -41,7 +41,7 @@ from pipeline.metrics.explanation import (
     ngrams,
     one_range,
 )
-from pipeline.mt_tokenizers import tokenize_batch
+from pipeline.tokenizers.sacrebleu import tokenize_batch
 
 
 def _view(texts: Sequence[str], prepared: Sequence[str], tokenize: str, lowercase: bool

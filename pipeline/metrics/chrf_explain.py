@@ -34,7 +34,7 @@ from pipeline.metrics.explanation import (
     ngrams,
     one_range,
 )
-from pipeline.mt_tokenizers import tokenize_batch
+from pipeline.tokenizers.sacrebleu import tokenize_batch
 
 # listed per order in the text output (the JSON has them all)
 LISTED_NGRAMS = 40
