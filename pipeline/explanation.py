@@ -182,8 +182,8 @@ def _rule(m: MetricExplanation) -> str:
         why = _RULES.get(m.rule, f"{best}, first on ties" if m.rule == "max" else m.rule)
         return f"reference {m.reference_index} won ({m.rule}: {why})"
     if m.rule == "sacrebleu":
-        return (f"n-grams clipped by every one of {_count(len(m.pairs), 'reference')}, "
-                "length of the closest")
+        return (f"{_count(len(m.pairs), 'reference')}: each n-gram clipped to its largest "
+                "count in any one, the closest length")
     return f"{m.rule} over {_count(len(m.pairs), 'reference')}"
 
 

@@ -362,3 +362,16 @@ def test_rouge155_skip_bigrams_by_hand():
     assert m.statistics == {"matches": 3, "prediction_units": 6, "reference_units": 6}
     assert sorted(tuple(g["ngram"]) for g in m.pairs[0].detail["skip_bigrams"]) == [
         ("police", "gunman"), ("police", "the"), ("the", "gunman")]
+
+
+@pytest.mark.slow
+def test_the_examples_of_docs_explain_are_what_the_code_prints():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "scripts/explain_examples.py", "--check"],
+                            cwd=root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, ("docs/explain.md is stale: run "
+                                    "scripts/explain_examples.py", result.stderr)
