@@ -46,7 +46,6 @@ from pipeline.metrics.explanation import (
 from pipeline.metrics.rouge155.family import (
     MEASURES,
     Rouge155Options,
-    _first_max,
     _kind,
     _measures,
     _round5,
@@ -319,7 +318,7 @@ def _combine(pair: np.ndarray, kind: Any, opts: Rouge155Options
     if len(pair) and rule in ("best-recall", "max"):
         key = pair[:, 3] if rule == "best-recall" else _measures(
             pair[:, 0], pair[:, 1], pair[:, 2], kind, opts)[2]
-        index = int(_first_max(key, np.array([0]))[0])
+        index = int(np.flatnonzero(key == key.max())[0])  # the first maximum
         chosen[0] = pair[index, :3]
     p, r, f = _measures(chosen[:, 0], chosen[:, 1], chosen[:, 2], kind, opts)
     if rule == "mean" and len(pair):
