@@ -50,8 +50,7 @@ def _view(texts: Sequence[str], prepared: Sequence[str], tokenize: str, lowercas
     out = []
     for i, text in enumerate(texts):
         tokens = batch.strings(i)
-        spans = None if tokenize == "char" and lowercase else char_spans(
-            text, tokens, str.lower if lowercase else (lambda s: s))
+        spans = char_spans(text, tokens, str.lower if lowercase else (lambda s: s))
         out.append(Tokens(text, tokens, one_range(tokens), spans))
     return out
 
