@@ -23,7 +23,13 @@ def _family_options(fn: Any) -> Any:
     return fn
 
 
-@main.command("explain")
+@main.command("explain", epilog="""\b
+Examples:
+  overlap explain --prediction "The cat sat." --reference "A cat sat down."
+  overlap explain runs/realsumm --id ID --metrics rougeL
+
+\b
+Details: docs/explain.md.""")
 @click.argument("run_dir", required=False)
 @click.option("--id", "example_id", metavar="ID", default=None,
               help="The example of RUN_DIR to explain.")
@@ -37,14 +43,14 @@ def _family_options(fn: Any) -> Any:
               help="The ROUGE-1.5.5 Perl script's flags, quoted, as for overlap score.")
 @_family_options
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
-              help="Cut texts to N tokens (ROUGE).  [default: the run's, else 100000]")
+              help="Cut texts to N tokens (ROUGE).  [default: the run's, else no limit]")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]),
               default="text", show_default=True, help="What to print on stdout.")
 @click.pass_context
 def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | None,
                     prediction: str | None, references: tuple[str, ...], metrics: str | None,
                     output_format: str, **options: Any) -> None:
-    """Explain why one example scored what it did, for every metric family.
+    """Show why one example scored what it did, for every metric family.
 
     Either --prediction TEXT --reference TEXT [--reference TEXT ...], or RUN_DIR --id ID
     (texts from the run when kept with --keep-text, else from its inputs; the run's metrics
@@ -53,7 +59,7 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
     and per reference the matched units: clipped n-grams (rougeN, BLEU per order with the
     brevity penalty, chrF/chrF++ character and word n-grams per order), the LCS alignment
     (rougeL), union-LCS hits per sentence (rougeLsum, rougeWsum), skip bigrams (rougeS,
-    rougeSU), the shared tokens (token_f1, exact_match). See docs/explain.md.
+    rougeSU), the shared tokens (token_f1, exact_match).
 
     Exit codes: 0 ok, 2 bad usage or input.
     """
