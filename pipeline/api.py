@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pipeline.config import ScoreConfig
+from pipeline.aggregate import MetricAggregate
+from pipeline.config import DEFAULT_SEED, ScoreConfig, ScoringSettings
 from pipeline.errors import ConfigError, ExecutionError, PipelineError
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
@@ -63,6 +64,125 @@ def score_texts(
     if scored.truncated is not None:
         frame["truncated"] = scored.truncated
     return frame
+
+
+@dataclass(frozen=True)
+class CorpusScores(Mapping[str, MetricAggregate]):
+    """The result of :func:`score_corpus`: per metric its aggregate, by name.
+
+    A mapping ``metric -> MetricAggregate`` (``result["bleu"].score.value`` is corpus BLEU,
+    ``result["rouge1"].score.value`` the mean ROUGE-1 F-measure), as HF evaluate's
+    ``compute()`` returns a dict by metric and sacrebleu's ``corpus_score`` a score object.
+
+    Attributes:
+        metrics: by metric name, in the order asked (see
+            :class:`pipeline.aggregate.MetricAggregate`).
+        table: the long-format aggregate table, as ``overlap score`` writes
+            ``aggregate.parquet`` (one ``all`` row per metric, measure and statistic).
+        signature: the signature string (settings, references per example, bootstrap).
+        n_examples: examples scored.
+
+    """
+
+    metrics: dict[str, MetricAggregate]
+    table: pa.Table
+    signature: str
+    n_examples: int
+
+    def __getitem__(self, metric: str) -> MetricAggregate:
+        """The aggregate of ``metric``."""
+        return self.metrics[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        """The metric names, in order."""
+        return iter(self.metrics)
+
+    def __len__(self) -> int:
+        """The number of metrics."""
+        return len(self.metrics)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``signature``, ``n_examples`` and per metric its ``to_dict()``."""
+        return {"signature": self.signature, "n_examples": self.n_examples,
+                **{m: a.to_dict() for m, a in self.metrics.items()}}
+
+
+def score_corpus(
+    predictions: Sequence[str | None],
+    references: Sequence[str | Sequence[str]],
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    ids: Sequence[str | int] | None = None,
+    max_tokens: int | None = None,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
+    **options: Any,
+) -> CorpusScores:
+    """Score predictions in memory and aggregate them: per metric one score with its interval.
+
+    What HF evaluate's ``compute()`` and sacrebleu's ``corpus_score`` return: for ROUGE,
+    token F1 and the other mean metrics, the mean of each measure; for BLEU and chrF the
+    corpus score from statistics summed over the examples (corpus BLEU is not the mean of
+    sentence BLEU; that mean is in ``means``), with BLEU's breakdown (n-gram precisions,
+    brevity penalty, length ratio, lengths) as sacrebleu's ``BLEUScore`` has it. Every
+    value has a Poisson-bootstrap percentile interval. The per-example scores are
+    :func:`score_texts`'s and the aggregate is computed by :func:`pipeline.aggregate.aggregate`,
+    the code ``overlap score`` runs: with the same ``ids``, seed and settings the table is
+    the run's ``aggregate.parquet``, value for value.
+
+    Args:
+        predictions: N prediction texts, N >= 1.
+        references: N items, each one reference text or a list of reference texts.
+        metrics: metric names (see :func:`score_texts`).
+        ids: N example ids (strings or integers), which key each example's bootstrap
+            weights as a run's id column does; None: the position 0..N-1 keys them.
+        max_tokens: cut texts longer than this many tokens (None: no limit).
+        n_bootstrap: bootstrap resamples, >= 0 (0: no interval).
+        confidence: interval level, in (0, 1).
+        seed: the bootstrap's seed, >= 0.
+        options: family options by their config-file key (see :func:`score_texts`).
+
+    Returns:
+        A :class:`CorpusScores` mapping each metric to its aggregate.
+
+    Raises:
+        ConfigError: unknown metric, option or value; ``n_bootstrap``, ``confidence`` or
+            ``seed`` out of range.
+        InputError: no prediction, or ``ids`` of another length than ``predictions``, or
+            null ids.
+        ValueError: predictions and references differ in length.
+        TypeError: a bare string as ``predictions`` or ``ids``.
+
+    """
+    from pipeline.aggregate import aggregate, metric_aggregates
+    from pipeline.errors import InputError
+
+    if isinstance(ids, str):
+        raise TypeError("ids must be a list of ids, not a str")
+    if isinstance(predictions, str):
+        raise TypeError("predictions must be a list of texts, not a str")
+    settings = ScoreConfig(scoring=ScoringSettings.from_values(metrics=tuple(metrics),
+                                                               max_tokens=max_tokens,
+                                                               **options),
+                           bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    refs = [[r] if isinstance(r, str) else list(r) for r in references]
+    table = Scorer(settings.scoring).score_batch(list(predictions), refs).table
+    id_column = None
+    if ids is not None:
+        if len(ids) != table.num_rows:
+            raise InputError(f"ids: {len(ids)} ids for {table.num_rows} predictions")
+        id_column = "__id__"
+        table = table.append_column(id_column, pa.array(list(ids)))
+        if table.column(id_column).null_count:
+            raise InputError(f"ids: {table.column(id_column).null_count} null ids")
+    counts = set(table.column("n_references").to_pylist())
+    n_references: int | str = counts.pop() if len(counts) == 1 else "var"
+    specs = settings.scoring.specs()
+    agg = aggregate(table, metrics=specs, n_bootstrap=n_bootstrap, confidence=confidence,
+                    seed=seed, id_column=id_column)
+    return CorpusScores(metric_aggregates(agg, specs), agg,
+                        str(settings.signature(n_references=n_references)), table.num_rows)
 
 
 @dataclass(frozen=True)

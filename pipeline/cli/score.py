@@ -355,6 +355,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
         output went.
 
     """
+    from pipeline.aggregate import metric_aggregates
     from pipeline.metrics import registry
 
     config = manifest["config"]
@@ -419,6 +420,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
         "",
         f"{shown} with a {interval}; every measure is in aggregate.parquet",
     ]
+    out += [f"{m}: {a.breakdown_text}"  # the corpus score's parts, as sacrebleu prints them
+            for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
     if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
             and config.get("sentence_split") == "newline":
         out.append(f"note: {counts['one_line_multi_sentence_texts']} texts have several "

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
 from pipeline.io.manifest import check_manifest, input_files, read_manifest
+from pipeline.io.read import input_dataset
 from pipeline.io.schema import RUN_ID_KEY
 from pipeline.signature import Signature, score_differences
 
@@ -414,8 +415,7 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
                 return [None] * len(keys), (f"no prediction texts: the run did not keep them "
                                             f"and its input {path} {now} (changed since the "
                                             f"run; score with --keep-text)")
-        dataset = pads.dataset(inner if len(inner) > 1 else inner[0], format="parquet",
-                               filesystem=fs)
+        dataset = input_dataset(fs, inner, what="predictions")
         texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
                             key_columns=key_columns, keys=keys)
     except Exception as err:  # noqa: BLE001 - texts are a convenience; say why and go on

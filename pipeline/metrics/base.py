@@ -53,6 +53,16 @@ class MetricSpec:
             corpus value is the mean of per-example values. Must be picklable (a
             module-level function or a ``functools.partial`` of one).
         scale: the upper end of the measures' range (1.0 for ROUGE/F1, 100.0 for BLEU/chrF).
+        breakdown: for a corpus metric, the function from summed statistics (R, S) to the
+            parts of its corpus value by name, arrays of length R (BLEU: sacrebleu's
+            precisions, brevity penalty, ratio and lengths); None: no breakdown.
+            Picklable, as ``corpus``.
+        breakdown_columns: the breakdown's ``(name, Arrow type name)`` pairs, in order:
+            ``aggregate.parquet`` has a column ``{name}_{part}`` for each, filled on the
+            metric's corpus rows and null elsewhere.
+        breakdown_text: the breakdown in one line as the reference implementation prints
+            it, from the part values by name (BLEU: sacrebleu's ``45.1/17.2/7.5/3.1 (BP =
+            0.981 ratio = 0.981 hyp_len = 1234 ref_len = 1258)``); None: none.
 
     """
 
@@ -65,6 +75,9 @@ class MetricSpec:
     has_reference_index: bool = False
     corpus: CorpusScore | None = None
     scale: float = 1.0
+    breakdown: Callable[[np.ndarray], Mapping[str, np.ndarray]] | None = None
+    breakdown_columns: tuple[tuple[str, str], ...] = ()
+    breakdown_text: Callable[[Mapping[str, Any]], str] | None = None
 
     @property
     def measure_columns(self) -> tuple[str, ...]:
@@ -75,6 +88,11 @@ class MetricSpec:
     def statistic_columns(self) -> tuple[str, ...]:
         """Per-example statistic column names, in ``statistics`` order."""
         return tuple(f"{self.name}_{s}" for s, _ in self.statistics)
+
+    @property
+    def breakdown_fields(self) -> tuple[tuple[str, str], ...]:
+        """The breakdown's ``aggregate.parquet`` columns: ``({name}_{part}, type name)``."""
+        return tuple((f"{self.name}_{p}", t) for p, t in self.breakdown_columns)
 
 
 @dataclass(frozen=True)
