@@ -638,34 +638,27 @@ def explain(
     run_dir: str | None = None,
     example_id: Any = None,
     metrics: Sequence[str] | None = None,
-    tokenizer: str | None = None,
-    stemmer: str | None = None,
-    case_sensitive: bool | None = None,
-    multi_reference: str | None = None,
-    sentence_split: str | None = None,
-    max_tokens: int | None = None,
+    **options: Any,
 ) -> Any:
     """Explain one example's scores: per metric the matched units and the winning reference.
 
     Either texts (``prediction`` and ``references``) with scoring settings (defaults as
     :class:`pipeline.Scorer`), or a run's example (``run_dir`` and ``example_id``): its
     texts (prediction from the run when kept with ``--keep-text``, else from the run's
-    inputs; references from the inputs) with the run's settings, which given settings
-    override. See :func:`pipeline.explanation.explain` for what is explained.
+    inputs; references from the inputs) with the run's metrics and settings (its manifest's
+    ``config``), which given ones override. Every family explains its own metrics (see
+    :func:`pipeline.explanation.explain`).
 
     Args:
         prediction: the prediction text.
         references: one or more reference texts.
         run_dir: a complete ``overlap score`` output.
         example_id: the example's id in the run.
-        metrics: ROUGE metrics to explain (default: the run's ROUGE metrics, else rouge1,
-            rouge2, rougeL, rougeLsum).
-        tokenizer: as :class:`pipeline.Scorer`.
-        stemmer: as :class:`pipeline.Scorer`.
-        case_sensitive: as :class:`pipeline.Scorer`.
-        multi_reference: as :class:`pipeline.Scorer`.
-        sentence_split: as :class:`pipeline.Scorer`.
-        max_tokens: as :class:`pipeline.Scorer`.
+        metrics: metrics to explain (default: the run's, else the ``rouge155`` flags', else
+            :data:`pipeline.scoring.DEFAULT_METRICS`).
+        options: scoring settings by their config-file key, as :func:`score_texts` takes
+            them (``stemmer="porter"``, ``bleu_tokenize="intl"``, ``rouge155="-n 2 -m"``,
+            ``max_tokens``...); None values are ignored.
 
     Returns:
         A :class:`pipeline.explanation.Explanation` (``.to_document()`` is the JSON form).
@@ -679,10 +672,9 @@ def explain(
     from pipeline.explanation import explain as explain_texts
     from pipeline.explanation import run_settings
 
-    given = {"metrics": metrics, "tokenizer": tokenizer, "stemmer": stemmer,
-             "case_sensitive": case_sensitive, "multi_reference": multi_reference,
-             "sentence_split": sentence_split, "max_tokens": max_tokens}
-    settings: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    if metrics is not None:
+        settings["metrics"] = tuple(metrics)
     if run_dir is None:
         if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "
@@ -706,7 +698,10 @@ def explain(
     if text is None:
         raise InputError(f"{run_dir}: the prediction of {run.id_column} {example_id!r} cannot "
                          "be read (the run did not keep texts and its inputs changed)")
-    return explain_texts(text, refs, **{**run_settings(run.config), **settings})
+    merged = {**run_settings(run.config), **settings}
+    if "rouge155" in settings and metrics is None:  # the flags set the metrics
+        merged.pop("metrics", None)
+    return explain_texts(text, refs, **merged)
 
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,

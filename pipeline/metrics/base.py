@@ -237,6 +237,13 @@ class MetricFamily(Protocol):
     :func:`reference_lists`), so a family may read the texts' bytes without Python strings.
     Other families get Python lists, converted once per batch for all of them.
 
+    Optional method ``explain(prediction, references, metrics, options)``: why one example
+    scored what it did, as ``{metric: MetricExplanation}``
+    (:class:`pipeline.metrics.explanation.MetricExplanation`: the matched units per
+    reference, and measures and statistics named and valued as the family's columns);
+    ``overlap explain`` and the report's marked words use it. A family without it is
+    scored but not explained.
+
     """
 
     # read-only, so a family may declare them as plain class attributes

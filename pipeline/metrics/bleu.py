@@ -429,6 +429,16 @@ class BleuFamily(Family):
                    **self.statistic_columns("bleu", STATISTICS, stats)}
         return FamilyScores(self.columns_of(columns, metrics))
 
+    def explain(self, prediction: str | None, references: Sequence[str | None],
+                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Explain one example: clipped n-grams per order, lengths, brevity penalty.
+
+        See :func:`pipeline.metrics.bleu_explain.explain_bleu`.
+        """
+        from pipeline.metrics.bleu_explain import explain_bleu
+
+        return explain_bleu(prediction, references, metrics, options)
+
 
 FAMILY = BleuFamily()
 

@@ -293,6 +293,16 @@ class Chrf(Family):
             columns[f"{metric}_reference_index"] = index
         return FamilyScores(columns)
 
+    def explain(self, prediction: str | None, references: Sequence[str | None],
+                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Explain one example: character and word n-gram matches per order and reference.
+
+        See :func:`pipeline.metrics.chrf_explain.explain_chrf`.
+        """
+        from pipeline.metrics.chrf_explain import explain_chrf
+
+        return explain_chrf(prediction, references, metrics, options)
+
 
 FAMILY = Chrf()
 

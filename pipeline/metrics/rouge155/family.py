@@ -620,6 +620,16 @@ class Rouge155(Family):
                                  Rouge155Options.from_mapping(options))
         return FamilyScores(columns)
 
+    def explain(self, prediction: str | None, references: Sequence[str | None],
+                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Explain one example: n-grams, skip bigrams or union-LCS hits per reference.
+
+        See :func:`pipeline.metrics.rouge155.explain.explain_rouge155`.
+        """
+        from pipeline.metrics.rouge155.explain import explain_rouge155
+
+        return explain_rouge155(prediction, references, metrics, options)
+
 
 FAMILY = Rouge155()
 
