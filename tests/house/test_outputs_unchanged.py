@@ -22,6 +22,7 @@ Regenerate (only for a deliberate, documented output change)::
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -141,10 +142,12 @@ def _normal_manifest(document: dict[str, Any], added: set[str] = frozenset()
 
 
 def _normal_compare(document: Any, paths: tuple[str, ...]) -> Any:
-    """``compare.json`` with the run directories' paths replaced by their names."""
+    """``compare.json`` with the run directories' paths replaced by their names (wherever
+    the stored outputs were generated)."""
     text = json.dumps(document, sort_keys=False)
     for path in paths:
-        text = text.replace(path.rstrip("/"), Path(path).name)
+        name = Path(path).name
+        text = re.sub(r'"[^"]*/' + re.escape(name) + r'/?"', json.dumps(name), text)
     return json.loads(text)
 
 
