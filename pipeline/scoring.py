@@ -193,7 +193,7 @@ class ScoringSettings:
         presets = registry.presets()
         for preset in presets:  # it sets the metrics and the options it stands for
             if values.get(preset.key) is not None:
-                metrics, implied = preset.expand(as_str(preset.key, values[preset.key]))
+                metrics, implied, _ = preset.expand(as_str(preset.key, values[preset.key]))
                 values = {**values, "metrics": metrics, **implied}
         for key, value in values.items():
             if any(key == p.key for p in presets):

@@ -145,14 +145,34 @@ class Preset:
     and options it expands to replace those given beside it.
 
     Attributes:
-        key: the settings key, e.g. ``rouge155``.
-        expand: the text -> (metric names in output order, option values by key).
-            Raises ``ConfigError`` for text it refuses.
+        key: the settings key, e.g. ``rouge155``; the flag is ``--rouge155``.
+        expand: the text -> (metric names in output order, option values by key, notes on
+            parts of the text that change nothing). Raises ``ConfigError`` for text it
+            refuses.
+        help: one sentence for ``--help``.
 
     """
 
     key: str
-    expand: Callable[[str], tuple[tuple[str, ...], dict[str, Any]]]
+    expand: Callable[[str], tuple[tuple[str, ...], dict[str, Any], list[str]]]
+    help: str = ""
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag, ``--`` and the key with ``-`` for ``_``."""
+        return "--" + self.key.replace("_", "-")
+
+    def describe(self, text: str) -> list[str]:
+        """What ``text`` stands for, as lines: notes, then the metrics, then the options.
+
+        Raises:
+            ConfigError: text the preset refuses.
+
+        """
+        metrics, options, notes = self.expand(text)
+        return [f"note: {n}" for n in notes] + [
+            f"{self.key} {text!r} -> metrics: {','.join(metrics)}",
+            "  options: " + ", ".join(f"{k}={v}" for k, v in options.items())]
 
 
 class DataWarning(UserWarning):

@@ -574,12 +574,6 @@ def rouge_spec(metric: str, options: Mapping[str, Any]) -> MetricSpec:
     return _spec(metric, "rouge", options)
 
 
-def _expand_flags(text: str) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """The metrics and options the script's flags stand for (:func:`parse_rouge155_flags`)."""
-    metrics, options, _ = parse_rouge155_flags(text)
-    return metrics, options
-
-
 class Rouge155(Family):
     """The ``rouge155`` family: ROUGE-1.5.5's ROUGE-W, ROUGE-S and ROUGE-SU.
 
@@ -593,7 +587,10 @@ class Rouge155(Family):
     pattern = _OWN_NAME
     options = OPTIONS
     # rouge155: the script's flags, for the metrics and options they stand for
-    presets = (Preset("rouge155", _expand_flags),)
+    presets = (Preset("rouge155", parse_rouge155_flags,
+                      help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 -2 "
+                           "4 -U -m -f A\"): sets the metrics and options the script would "
+                           "use (tokenizer rouge155); see docs/metrics.md."),)
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """P/R/F, matches and units (float64 for rougeWsum), the reference used.
