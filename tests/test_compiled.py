@@ -119,7 +119,7 @@ def _bootstrap_builds():
     from pipeline import resampling
 
     out = {"jit": resampling.weighted_sums}
-    for name, module in (("generic", compiled.EXTENSION), ("v3", compiled.WIDE_EXTENSION)):
+    for name, module in (("generic", "pipeline._kernels"), ("v3", "pipeline._kernels_v3")):
         try:
             ext = importlib.import_module(module)
         except ImportError:
@@ -207,16 +207,16 @@ def test_the_compiled_bootstrap_releases_the_gil(build):
 
 
 def test_a_large_bootstrap_compiles_nothing(tmp_path):
-    # 4 measures x 250,000 examples x 1,000 resamples: 10**9 weighted values, as many as
-    # the size from which the bootstrap used to switch to numba's JIT build (its cache empty
-    # here: a compile would write to it and import numba).
+    # 4 measures x 250,000 examples x 1,000 resamples in one call: 10**9 weighted values, the
+    # size from which the bootstrap used to switch to numba's JIT build (its cache empty here:
+    # a compile would write to it and import numba).
     if not compiled.compiled_ahead():
         pytest.skip("pipeline._kernels not built: the kernels compile with numba")
     code = ("import sys, numpy as np; from pipeline import stats; "
             "rng = np.random.default_rng(0); "
             "reps = stats.bootstrap(rng.random((250_000, 4)), "
             "np.arange(250_000, dtype=np.uint64), [stats.Estimate((q,)) for q in range(4)], "
-            "n_bootstrap=1000, seed=1); "
+            "n_bootstrap=1000, seed=1, threads=1); "
             "assert reps.shape == (1000, 4) and np.isfinite(reps).all(); "
             "print('numba' in sys.modules, 'llvmlite' in sys.modules)")
     cache = tmp_path / "numba-cache"
