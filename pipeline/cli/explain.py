@@ -12,8 +12,8 @@ from pipeline.cli import main
 from pipeline.cli.compare import safe
 from pipeline.cli.score import _Choice, one_line
 from pipeline.errors import PipelineError
-from pipeline.metrics.rouge import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
-from pipeline.tokenizers import STEMMERS, TOKENIZERS
+from pipeline.metrics.rouge.family import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
+from pipeline.tokenizers.rouge_score import STEMMERS, TOKENIZERS
 
 
 @main.command("explain")

@@ -111,7 +111,7 @@ def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
 
 def _rouge155_mapping(flags: str) -> list[str]:
     """What ROUGE-1.5.5 flags stand for, as lines (notes on ignored flags first)."""
-    from pipeline.metrics.rouge155 import parse_rouge155_flags
+    from pipeline.metrics.rouge155.family import parse_rouge155_flags
 
     metrics, options, notes = parse_rouge155_flags(flags)
     return [f"note: {n}" for n in notes] + [

@@ -1,0 +1,271 @@
+"""The kernels load without compiling: ahead-of-time module, normalized argument types."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pipeline import compiled
+from pipeline.metrics.rouge.family import ROUGE_L, ROUGE_LSUM
+from pipeline.tokenizers.rouge_score import _CLASS_LOWER
+
+
+def _tokens(text: bytes):
+    buf = np.frombuffer(text, dtype=np.uint8)  # read-only, as Arrow and Ray's store give
+    nul = np.flatnonzero(buf == 0)
+    offsets = np.concatenate([[0], nul + 1, [len(buf)]])
+    return buf, offsets
+
+
+def test_metric_codes_match_the_kernel():
+    from pipeline.metrics.rouge import pairs as batch
+
+    assert (ROUGE_L, ROUGE_LSUM) == (batch.ROUGE_L, batch.ROUGE_LSUM)
+
+
+def test_the_extension_is_built_from_these_sources():
+    # pip install compiles it (setup.py); a stale or missing one falls back to numba's JIT.
+    assert compiled.compiled_ahead(), "run `pip install -e .` again to rebuild pipeline._kernels"
+
+
+def test_argument_types_are_normalized():
+    tokenize = compiled.kernel("tokenize_bytes")
+    buf, offsets = _tokens(b"The cat sat.\non the mat\0a cat, a mat")
+    assert not buf.flags.writeable
+    ids, lines, texts, _, vocab, lowers_to_ascii = tokenize(buf, offsets.astype(np.int32),
+                                                            _CLASS_LOWER)
+    assert lowers_to_ascii == 0
+    ids64, *_ = tokenize(buf.copy(), offsets.astype(np.int64), _CLASS_LOWER.copy())
+    assert ids.tolist() == ids64.tolist() == [0, 1, 2, 3, 0, 4, 5, 1, 5, 4]
+    score = compiled.kernel("score_pairs")
+    codes = np.array([1, 2, ROUGE_L, ROUGE_LSUM], dtype=np.int32)
+    a = score(ids, lines, texts, np.array([0], np.int32), np.array([1], np.int32), codes,
+              np.int32(len(vocab) - 1))
+    ids.flags.writeable = False
+    b = score(ids, lines.astype(np.int32), texts, [0], [1], codes.astype(np.int64),
+              len(vocab) - 1)
+    assert a.tolist() == b.tolist()
+    # by hand: rouge1 matches "cat" and "mat"; 6 prediction and 4 reference tokens
+    assert a[0, 0].tolist() == [2, 6, 4]
+
+
+def test_scores_from_both_builds_agree():
+    # the JIT fallback (OVERLAP_JIT=1) and the compiled module give the same floats
+    code = ("import json, sys; from pipeline.scoring import Scorer; "
+            "t = Scorer().score_batch(['the cat sat on the mat', 'A b. C d'], "
+            "[['a cat sat on a mat'], ['c d\\na b']]).table; "
+            "u = Scorer(metrics=('rouge2', 'rougeWsum', 'rougeSU4', 'rougeLsum'), "
+            "tokenizer='rouge155', stemmer='porter-rouge155', multi_reference='pooled')"
+            ".score_batch(['the cats sat.\\nOn the mat', 'A b. C d'], "
+            "[['a cat sat on a mat', 'cats sat'], ['c d\\na b']]).table; "
+            "print(json.dumps([t.to_pydict(), u.to_pydict()]))")
+    out = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env=env).stdout
+           for env in ({}, {"OVERLAP_JIT": "1"})]
+    assert json.loads(out[0]) == json.loads(out[1])
+
+
+@pytest.mark.slow
+def test_score_command_does_not_import_what_it_does_not_use(tmp_path):
+    code = (
+        "import sys; from pipeline.cli import main\n"
+        "try:\n"
+        "    main(['score', sys.argv[1], '--references', sys.argv[2], '--output', sys.argv[3],"
+        " '--engine', 'local'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('ray', 'matplotlib', 'numba', 'llvmlite', 'polars') or m == 'pipeline.compare')))\n")
+    from pathlib import Path
+
+    data = Path(compiled.__file__).parent / "data" / "realsumm"
+    run = subprocess.run([sys.executable, "-c", code, str(data / "predictions"),
+                          str(data / "references.parquet"), str(tmp_path / "run")],
+                         capture_output=True, text=True, check=True)
+    loaded = run.stdout.strip().splitlines()[-1].split()
+    unused = {"ray", "matplotlib", "polars", "pipeline.compare"}
+    if compiled.compiled_ahead():  # the bootstrap's kernels included
+        unused |= {"numba", "llvmlite"}
+    assert not unused & {
+        m.split(".")[0] if m != "pipeline.compare" else m for m in loaded}, loaded
+
+
+def test_scoring_and_partitioning_do_not_import_numba():
+    # nor the metric families (BLEU, chrF, token F1, ROUGE-1.5.5): their kernels are compiled too
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    code = ("import sys, pyarrow as pa; from pipeline.scoring import Scorer; "
+            "from pipeline.io.partition import partition_of; import pipeline.engine.tasks; "
+            "Scorer().score_batch(['a b'], [['a c']]); partition_of(pa.array(['x', 'y']), 3); "
+            "Scorer(metrics=('bleu', 'chrf', 'token_f1')).score_batch(['a b'], [['a c']]); "
+            "partition_of(pa.array([1, 2]), 3); "
+            "Scorer(metrics=('rouge1', 'rougeWsum', 'rougeSU4', 'rougeLsum'), "
+            "tokenizer='rouge155').score_batch(['a b.\\nc'], [['a c']]); "
+            "print('numba' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.strip() == "False"
+
+
+def _bootstrap_builds():
+    # every build of the bootstrap's sums kernel here: the ahead-of-time modules (generic, and
+    # x86-64-v3 where this CPU runs it) and numba's JIT build
+    import importlib
+
+    from pipeline import resampling
+
+    out = {"jit": resampling.weighted_sums}
+    for name, module in (("generic", "pipeline._kernels"), ("v3", "pipeline._kernels_v3")):
+        try:
+            ext = importlib.import_module(module)
+        except ImportError:
+            continue
+        if name == "v3" and not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
+            continue
+        out[name] = ext.weighted_sums
+    return out
+
+
+def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
+    from pipeline import stats
+
+    rng = np.random.default_rng(2)
+    grid = stats.to_grid(rng.random((3001, 7)), max_weight=8)
+    keys = stats.stream_keys(rng.integers(0, 2**63, 3001, dtype=np.uint64), seed=5,
+                             weights="poisson")
+    out = {}
+    for name, fn in _bootstrap_builds().items():
+        acc, tot = np.zeros((7, 40)), np.zeros(40)
+        fn(grid, keys, 0, 10, stats.THRESHOLDS["poisson"], 0, acc, tot)
+        out[name] = (acc, tot)
+    assert len(out) >= 2, out.keys()
+    first = out["jit"]
+    for acc, tot in out.values():
+        assert np.array_equal(acc, first[0]) and np.array_equal(tot, first[1])
+
+
+def test_the_bootstrap_uses_the_wide_build_where_the_cpu_has_it():
+    builds = compiled.builds()
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    assert builds["score_pairs"] == "generic"
+    wide = compiled.V3_CPU_FLAGS <= compiled.cpu_flags()
+    assert builds["weighted_sums"] == ("x86-64-v3" if wide else "generic")
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\nbugs\t\t: spectre_v1\n")
+    assert compiled.cpu_flags(str(info)) == {"fpu", "sse2", "avx2", "fma"}
+    assert compiled.cpu_flags(str(tmp_path / "missing")) == frozenset()
+
+
+@pytest.mark.parametrize("build", ["generic", "v3"])
+def test_the_compiled_bootstrap_releases_the_gil(build):
+    # Another thread runs Python while the kernel runs: sampled timestamps of the main thread
+    # fall inside the kernel's call (a kernel holding the GIL blocks them all until it returns).
+    import threading
+    import time
+
+    from pipeline import stats
+
+    fn = _bootstrap_builds().get(build)
+    if fn is None:
+        pytest.skip(f"no {build} ahead-of-time build here")
+    rng = np.random.default_rng(3)
+    n = 200_000
+    grid = stats.to_grid(rng.random((n, 4)), max_weight=8)
+    keys = stats.stream_keys(np.arange(n, dtype=np.uint64), seed=1, weights="poisson")
+    span = {}
+
+    def work():
+        words = 16
+        while True:  # long enough to see: at least 0.3 s
+            acc, tot = np.zeros((4, 4 * words)), np.zeros(4 * words)
+            span["start"] = time.perf_counter()
+            fn(grid, keys, 0, words, stats.THRESHOLDS["poisson"], 0, acc, tot)
+            span["stop"] = time.perf_counter()
+            if span["stop"] - span["start"] >= 0.3:
+                return
+            words *= 4
+
+    thread = threading.Thread(target=work)
+    samples = []
+    thread.start()
+    while thread.is_alive():
+        samples.append(time.perf_counter())
+        time.sleep(0.001)
+    thread.join()
+    start, stop = span["start"], span["stop"]
+    margin = 0.2 * (stop - start)
+    inside = [t for t in samples if start + margin < t < stop - margin]
+    assert inside, f"no Python ran in {stop - start:.2f} s of the kernel: it holds the GIL"
+
+
+def test_a_large_bootstrap_compiles_nothing(tmp_path):
+    # 4 measures x 250,000 examples x 1,000 resamples in one call: 10**9 weighted values, the
+    # size from which the bootstrap used to switch to numba's JIT build (its cache empty here:
+    # a compile would write to it and import numba).
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    code = ("import sys, numpy as np; from pipeline import stats; "
+            "rng = np.random.default_rng(0); "
+            "reps = stats.bootstrap(rng.random((250_000, 4)), "
+            "np.arange(250_000, dtype=np.uint64), [stats.Estimate((q,)) for q in range(4)], "
+            "n_bootstrap=1000, seed=1, threads=1); "
+            "assert reps.shape == (1000, 4) and np.isfinite(reps).all(); "
+            "print('numba' in sys.modules, 'llvmlite' in sys.modules)")
+    cache = tmp_path / "numba-cache"
+    cache.mkdir()
+    import os
+
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    assert run.stdout.split() == ["False", "False"], run.stdout + run.stderr
+    assert not list(cache.iterdir())
+
+
+@pytest.mark.slow
+def test_a_million_row_score_in_a_fresh_process_compiles_nothing(tmp_path):
+    # The default command (bootstrap 1,000) on 1,000,000 short rows, in a new process with an
+    # empty numba cache: neither the driver imports numba nor a worker writes to the cache.
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    n = 1_000_000
+    words = np.array(["the", "cat", "sat", "on", "a", "mat", "dog", "ran"])
+    rng = np.random.default_rng(7)
+    pick = rng.integers(0, len(words), (n, 4))
+    preds = pa.array([" ".join(w) for w in words[pick[:, :3]]])
+    refs = pa.array([" ".join(w) for w in words[pick[:, 1:]]])
+    references = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), refs)
+    src = tmp_path / "in"
+    src.mkdir()
+    table = pa.table({"id": pa.array(np.arange(n)), "prediction": preds,
+                      "references": references})
+    for s in range(4):
+        pq.write_table(table.slice(s * n // 4, n // 4), src / f"part-{s}.parquet")
+    cache = tmp_path / "numba-cache"
+    cache.mkdir()
+    code = ("import sys; from pipeline.cli import main\n"
+            "try:\n"
+            "    main(['score', sys.argv[1], '--output', sys.argv[2]])\n"
+            "except SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print('numba' in sys.modules, 'llvmlite' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "run")],
+                         capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1].split() == ["False", "False"], run.stdout
+    assert not list(cache.iterdir())
+    aggregate = pq.read_table(tmp_path / "run" / "aggregate.parquet")
+    assert aggregate.num_rows > 0
