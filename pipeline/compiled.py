@@ -352,6 +352,10 @@ def build(output_dir: str, *, target: str = "generic") -> str:
         return digest
 
     cc.export("source_digest", "int64()")(_digest)
+    # numba's ahead-of-time compiler builds its compile flags from its module's ``Flags``
+    # (numba.pycc.compiler._ModuleCompiler._cull_exports, numba 0.59-0.68); with
+    # ``release_gil`` set, each exported wrapper releases the GIL around the call, as the JIT
+    # dispatcher of a ``nogil=True`` function does (numba.core.callwrapper).
     flags = pycc_compiler.Flags
 
     class _ReleaseGil(flags):  # type: ignore[misc, valid-type]
@@ -359,9 +363,9 @@ def build(output_dir: str, *, target: str = "generic") -> str:
             super().__init__(*args, **kwargs)
             self.release_gil = True
 
-    pycc_compiler.Flags = _ReleaseGil
+    setattr(pycc_compiler, "Flags", _ReleaseGil)  # noqa: B010 - a module's class
     try:
         cc.compile()
     finally:
-        pycc_compiler.Flags = flags
+        setattr(pycc_compiler, "Flags", flags)  # noqa: B010
     return os.path.join(output_dir, cc.output_file)
