@@ -239,6 +239,9 @@ def kernel(name: str) -> Callable[..., Any]:
     generic ahead-of-time module, else numba's JIT build (see :func:`builds`). Every build
     gives the same values.
 
+    Args:
+        name: the kernel's exported name.
+
     Raises:
         KeyError: no such kernel.
 

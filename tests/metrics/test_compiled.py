@@ -148,6 +148,31 @@ def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
         assert np.array_equal(acc, first[0]) and np.array_equal(tot, first[1])
 
 
+def test_the_other_wide_kernels_equal_the_generic_ones():
+    # the grid's rounding, the column maxima and the stream keys, from both modules
+    import importlib
+
+    if not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
+        pytest.skip("this CPU does not run x86-64-v3 code")
+    try:
+        mods = [importlib.import_module(m) for m in (compiled.EXTENSION, compiled.WIDE_EXTENSION)]
+    except ImportError:
+        pytest.skip("the ahead-of-time modules are not built")
+    rng = np.random.default_rng(8)
+    values = rng.standard_normal((5003, 5)) * 10.0 ** rng.integers(-300, 300, (5003, 5))
+    scales = 2.0 ** rng.integers(-40, 40, 5).astype(np.float64)
+    hashes = rng.integers(0, 2**64 - 1, 5003, dtype=np.uint64)
+    got = []
+    for m in mods:
+        top, grid, keys = np.zeros(5), np.empty((5, 5003)), np.empty(5003, np.uint64)
+        m.column_max_abs(values, top)
+        m.round_transposed(values, scales, grid)
+        m.stream_keys(hashes, np.array([12345], np.uint64), keys)
+        got.append((top, grid, keys))
+    for a, b in zip(*got, strict=True):
+        assert np.array_equal(a, b)
+
+
 def test_the_bootstrap_uses_the_wide_build_where_the_cpu_has_it():
     builds = compiled.builds()
     if not compiled.compiled_ahead():
