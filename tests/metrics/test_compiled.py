@@ -256,8 +256,10 @@ def test_a_large_bootstrap_compiles_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_a_million_row_score_in_a_fresh_process_compiles_nothing(tmp_path):
-    # The default command (bootstrap 1,000) on 1,000,000 short rows, in a new process with an
-    # empty numba cache: neither the driver imports numba nor a worker writes to the cache.
+    # The default metrics and bootstrap (1,000) on 1,000,000 short rows in partitions of
+    # 250,000 (as configs/nightly.yaml's 200,000: each file's share of the bootstrap is then
+    # 3 * 10**9 weighted values, which used to switch to numba's JIT build), in a new process
+    # with an empty numba cache: neither the driver imports numba nor a worker writes to it.
     import os
 
     import pyarrow as pa
@@ -280,17 +282,21 @@ def test_a_million_row_score_in_a_fresh_process_compiles_nothing(tmp_path):
         pq.write_table(table.slice(s * n // 4, n // 4), src / f"part-{s}.parquet")
     cache = tmp_path / "numba-cache"
     cache.mkdir()
+    config = tmp_path / "big-partitions.yaml"
+    config.write_text("partition_rows: 250000\n")
     code = ("import sys; from pipeline.cli import main\n"
             "try:\n"
-            "    main(['score', sys.argv[1], '--output', sys.argv[2]])\n"
+            "    main(['score', sys.argv[1], '--output', sys.argv[2], '--config', sys.argv[3]])\n"
             "except SystemExit as e:\n"
             "    assert not e.code, e.code\n"
             "print('numba' in sys.modules, 'llvmlite' in sys.modules)\n")
-    run = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "run")],
+    run = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "run"),
+                          str(config)],
                          capture_output=True, text=True,
                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1].split() == ["False", "False"], run.stdout
     assert not list(cache.iterdir())
+    assert len(list((tmp_path / "run" / "examples").glob("*.parquet"))) == 4
     aggregate = pq.read_table(tmp_path / "run" / "aggregate.parquet")
     assert aggregate.num_rows > 0
