@@ -100,7 +100,7 @@ def test_many_groups_aggregate_in_the_driver_and_give_the_same_table(tmp_path, m
 
     monkeypatch.setattr(engine_run, "MAX_GROUP_PARTS", 0)
     monkeypatch.setattr("pipeline.aggregate.aggregate_parts", not_by_files)
-    monkeypatch.setattr("pipeline.engine.aggregate_examples", watching)
+    monkeypatch.setattr("pipeline.engine.session.aggregate_examples", watching)
     in_driver = score(PREDS, references=REFS, output=str(tmp_path / "b"), config=cfg)
     assert seen[0] == 4 * 24 and pairs == 4  # every system in every file
     assert in_driver.aggregate.equals(by_files.aggregate)

@@ -771,98 +771,19 @@ def _value(block, prefix, r, j, n_words):
 
 
 @njit(cache=True, nogil=True)
-def lcs_mark_long(tokens, a_start, a_len, b_start, b_len, loc, long_masks, mark):
-    """:func:`lcs_mark_bits_ckpt` for long sequences, in O(sqrt(a_len) * b_len / 64) words.
+def _long_walk(tokens, a_start, a_len, b_start, b_len, loc, long_masks, out):
+    """Rouge-score's LCS backtrack over checkpointed bit rows; the matches into ``out``.
 
-    The masks come from :func:`build_long_masks` (linear memory), and each recomputed block
-    keeps the zero count of every row before each word, so that a step of the walk reads a
-    table value in O(1) instead of counting bits from column 0.
-
-    Args:
-        tokens: int32 token ids.
-        a_start: start of the reference sentence (rows).
-        a_len: its length.
-        b_start: start of the prediction sentence (columns).
-        b_len: its length.
-        loc: token -> local index, as filled by :func:`build_long_masks` for the columns.
-        long_masks: the masks :func:`build_long_masks` returned for them.
-        mark: bool, indexed like ``a``; set True on rouge-score's backtracked LCS.
-
-    """
-    if a_len == 0 or b_len == 0:
-        return
-    n_words = (b_len + 63) >> 6
-    scratch = np.zeros((1, n_words), dtype=np.uint64)
-    k = int(np.sqrt(a_len)) + 1
-    ckpt = np.empty((a_len // k + 1) * n_words, dtype=np.uint64)
-    v = np.empty(n_words, dtype=np.uint64)
-    for w in range(n_words):
-        v[w] = _ONES
-        ckpt[w] = _ONES
-    for i in range(1, a_len + 1):
-        t = tokens[a_start + i - 1]
-        if loc[t] >= 0:
-            _advance_long(v, v, t, loc, long_masks, scratch, n_words)
-        if i % k == 0:
-            ckpt[(i // k) * n_words:(i // k + 1) * n_words] = v
-    block = np.empty((k + 1) * n_words, dtype=np.uint64)
-    prefix = np.empty((k + 1) * (n_words + 1), dtype=np.int64)
-    i = a_len
-    j = b_len
-    while i > 0 and j > 0:
-        s = ((i - 1) // k) * k
-        block[0:n_words] = ckpt[(s // k) * n_words:(s // k + 1) * n_words]
-        for r in range(1, i - s + 1):
-            _advance_long(block[(r - 1) * n_words:r * n_words],
-                          block[r * n_words:(r + 1) * n_words], tokens[a_start + s + r - 1],
-                          loc, long_masks, scratch, n_words)
-        for r in range(i - s + 1):
-            base = r * (n_words + 1)
-            prefix[base] = 0
-            for w in range(n_words):
-                prefix[base + w + 1] = prefix[base + w] + 64 - popcount64(
-                    block[r * n_words + w])
-        while i > s and j > 0:
-            if tokens[a_start + i - 1] == tokens[b_start + j - 1]:
-                mark[i - 1] = True
-                i -= 1
-                j -= 1
-            elif (_value(block, prefix, i - s, j - 1, n_words)
-                  > _value(block, prefix, i - s - 1, j, n_words)):
-                j -= 1
-            else:
-                i -= 1
-
-
-@njit(cache=True, nogil=True)
-def lcs_alignment(tokens, a_start, a_len, b_start, b_len, vocab_size):
-    """Rouge-score's backtracked LCS of ``a`` and ``b`` as position pairs, in linear memory.
-
-    The walk of :func:`lcs_mark_long` (the same bit rows, checkpoints and tie rule:
-    rouge-score 0.1.2 ``_backtrack_norec`` on ``_lcs_table(a, b)``, ``a`` the rows), with
-    both positions of each match kept: what ``overlap explain`` shows for rougeL.
-
-    Args:
-        tokens: int32 token ids, values in ``[0, vocab_size)``.
-        a_start: start of the row sequence (rouge-score's reference).
-        a_len: its length, >= 0.
-        b_start: start of the column sequence (the prediction).
-        b_len: its length, >= 0.
-        vocab_size: number of distinct token ids, >= 1.
+    Forward pass: one bit row per reference position, a checkpoint every ``k = sqrt(a_len)``
+    rows; backward walk: each block of ``k`` rows recomputed from its checkpoint with the
+    zero count of every row before each word, so a step reads a table value in O(1). The tie
+    rule is rouge-score 0.1.2 ``_backtrack_norec``'s.
 
     Returns:
-        int64, shape (L, 2): ``(a position, b position)`` of each match, increasing in
-        both, L the LCS length. Time O(a_len * b_len / 64) word operations (each row is
-        computed twice); memory O(sqrt(a_len) * b_len / 64 + a_len + b_len + vocab_size)
-        words (about 12 MiB for two 100,000-token texts).
+        n, the LCS length; ``out[:n]`` holds ``(a position, b position)`` of each match, from
+        the last match to the first. ``out`` has at least ``min(a_len, b_len)`` rows.
 
     """
-    n_max = min(a_len, b_len)
-    out = np.empty((n_max, 2), dtype=np.int64)
-    if n_max == 0:
-        return out
-    loc = np.full(vocab_size, -1, dtype=np.int32)
-    long_masks = build_long_masks(tokens, b_start, b_len, loc)
     n_words = (b_len + 63) >> 6
     scratch = np.zeros((1, n_words), dtype=np.uint64)
     k = int(np.sqrt(a_len)) + 1
@@ -907,6 +828,65 @@ def lcs_alignment(tokens, a_start, a_len, b_start, b_len, vocab_size):
                 j -= 1
             else:
                 i -= 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def lcs_mark_long(tokens, a_start, a_len, b_start, b_len, loc, long_masks, mark):
+    """:func:`lcs_mark_bits_ckpt` for long sequences, in O(sqrt(a_len) * b_len / 64) words.
+
+    The masks come from :func:`build_long_masks` (linear memory); the walk is
+    :func:`_long_walk`'s (the one :func:`lcs_alignment` shows).
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the reference sentence (rows).
+        a_len: its length.
+        b_start: start of the prediction sentence (columns).
+        b_len: its length.
+        loc: token -> local index, as filled by :func:`build_long_masks` for the columns.
+        long_masks: the masks :func:`build_long_masks` returned for them.
+        mark: bool, indexed like ``a``; set True on rouge-score's backtracked LCS.
+
+    """
+    if a_len == 0 or b_len == 0:
+        return
+    out = np.empty((min(a_len, b_len), 2), dtype=np.int64)
+    n = _long_walk(tokens, a_start, a_len, b_start, b_len, loc, long_masks, out)
+    for q in range(n):
+        mark[out[q, 0]] = True
+
+
+@njit(cache=True, nogil=True)
+def lcs_alignment(tokens, a_start, a_len, b_start, b_len, vocab_size):
+    """Rouge-score's backtracked LCS of ``a`` and ``b`` as position pairs, in linear memory.
+
+    The walk of :func:`lcs_mark_long` (the same bit rows, checkpoints and tie rule:
+    rouge-score 0.1.2 ``_backtrack_norec`` on ``_lcs_table(a, b)``, ``a`` the rows), with
+    both positions of each match kept: what ``overlap explain`` shows for rougeL.
+
+    Args:
+        tokens: int32 token ids, values in ``[0, vocab_size)``.
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length, >= 0.
+        b_start: start of the column sequence (the prediction).
+        b_len: its length, >= 0.
+        vocab_size: number of distinct token ids, >= 1.
+
+    Returns:
+        int64, shape (L, 2): ``(a position, b position)`` of each match, increasing in
+        both, L the LCS length. Time O(a_len * b_len / 64) word operations (each row is
+        computed twice); memory O(sqrt(a_len) * b_len / 64 + a_len + b_len + vocab_size)
+        words (about 12 MiB for two 100,000-token texts).
+
+    """
+    n_max = min(a_len, b_len)
+    out = np.empty((n_max, 2), dtype=np.int64)
+    if n_max == 0:
+        return out
+    loc = np.full(vocab_size, -1, dtype=np.int32)
+    long_masks = build_long_masks(tokens, b_start, b_len, loc)
+    n = _long_walk(tokens, a_start, a_len, b_start, b_len, loc, long_masks, out)
     pairs = np.empty((n, 2), dtype=np.int64)
     for q in range(n):
         pairs[q, 0] = out[n - 1 - q, 0]
