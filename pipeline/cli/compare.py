@@ -296,6 +296,12 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
 @click.option("--allow-signature-mismatch", is_flag=True,
               help="Compare runs scored with different settings for a compared measure "
                    "(tokenizer, stemmer, case, multi-reference rule...).")
+@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto",
+              show_default=True,
+              help="Where the runs are paired and tested, partition by partition: auto "
+                   "(in-process on every CPU; Ray whenever an address is set or Ray is "
+                   "running in the process), ray (local instance or --address) or local.")
+@click.option("--address", help="Ray cluster address (also RAY_ADDRESS).")
 @click.option("--format", "output_format",
               type=click.Choice(["summary", "table", "alarms", "json"]), default="summary",
               show_default=True,
@@ -309,7 +315,7 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
                     adjust: str, confidence: float, n_bootstrap: int,
                     seed: int, max_missing: float, top: int, output: str | None,
                     plot: str | None, allow_signature_mismatch: bool,
-                    output_format: str) -> None:
+                    engine: str, address: str | None, output_format: str) -> None:
     """Compare CANDIDATE_DIR against BASELINE_DIR (two `overlap score` outputs).
 
     Pairs examples by id (and group columns), and per measure and group computes the values,
@@ -332,7 +338,8 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
             band=band, bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
             top=top, allow_signature_mismatch=allow_signature_mismatch,
             max_missing=max_missing, adjust=adjust, history=history,
-            history_window=history_window, reference_run=reference_run)
+            history_window=history_window, reference_run=reference_run, engine=engine,
+            address=address)
         doc = result.to_document()
         if output:
             click.echo(f"wrote {safe(output.rstrip('/'))}/compare.parquet and "
