@@ -8,7 +8,11 @@ Inputs: scripts/bench_pipeline.py's generator (resampled real (prediction, refer
 8 shards, layout inline) for the baseline; the candidate is the same examples with one
 prediction in ten (chosen by a seeded RNG) cut to its first half, so the comparison alarms.
 Both are scored once with the default config (`overlap score --bootstrap 0`, engine auto) and
-kept under --workdir.
+kept under --workdir. With --replicate (for 10M rows: scoring 2 x 10M rows takes over an
+hour on this loaded 2-core machine), the runs of N rows are the 1M-row runs' examples copied
+N / 1M times under new ids (`{id}-rNN`), cut into ceil(N / 50,000) hash partitions and
+written with a manifest as `overlap score` writes them (files, rows, sizes, SHA-256,
+partitions), so `overlap compare` pairs them file by file as it would real runs of that size.
 
 Variants, each run as its own process, --runs times in turn (A B A B ...), after one
 untimed warm-up run of each (file cache, kernels):
@@ -92,6 +96,55 @@ def scored(overlap: str, inputs: Path, out: Path, env: dict[str, str]) -> Path:
     return out
 
 
+def replicated(src: Path, dst: Path, copies: int) -> Path:
+    """``src``'s examples copied ``copies`` times under new ids, as a run of its own."""
+    import hashlib
+    import shutil
+
+    import pyarrow.compute as pc
+
+    from pipeline.io.partition import partition_of, split_by_partition
+
+    if (dst / "_SUCCESS").exists():
+        return dst
+    print(f"replicating {src} x{copies} ...", file=sys.stderr, flush=True)
+    tmp = dst.with_name(dst.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "examples").mkdir(parents=True)
+    manifest = json.loads((src / "manifest.json").read_text())
+    files = sorted((src / "examples").glob("part-*.parquet"))
+    metadata = pq.read_schema(files[0]).metadata
+    table = pa.concat_tables(pq.read_table(f) for f in files)
+    n = table.num_rows * copies
+    n_parts = -(-n // 50_000)
+    where = table.schema.get_field_index("id")
+    pieces: list[list[pa.Table]] = [[] for _ in range(n_parts)]
+    for j in range(copies):
+        ids = pc.binary_join_element_wise(table.column("id"), pa.scalar(f"-r{j:02d}"), "")
+        copy = table.set_column(where, "id", ids)
+        for k, piece in enumerate(split_by_partition(copy, partition_of(ids, n_parts),
+                                                     n_parts)):
+            pieces[k].append(piece)
+    del table
+    entries = []
+    for k in range(n_parts):
+        name = f"part-{k:05d}.parquet"
+        part = pa.concat_tables(pieces[k]).replace_schema_metadata(metadata)
+        pieces[k] = []
+        pq.write_table(part, tmp / "examples" / name)
+        data = (tmp / "examples" / name).read_bytes()
+        entries.append({"path": f"examples/{name}", "num_rows": part.num_rows,
+                        "size_bytes": len(data), "partition": k,
+                        "sha256": hashlib.sha256(data).hexdigest()})
+    manifest["counts"] = {**manifest.get("counts", {}), "partitions": n_parts,
+                          "examples_scored": n}
+    manifest["outputs"] = {"examples": entries}
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    (tmp / "_SUCCESS").write_text("")
+    tmp.rename(dst)
+    return dst
+
+
 def load() -> float:
     return os.getloadavg()[0]
 
@@ -107,6 +160,8 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the in-memory compare (slow and large at 10M rows)")
     parser.add_argument("--no-warm-up", action="store_true")
+    parser.add_argument("--replicate", action="store_true",
+                        help="runs above 1M rows: the 1M runs' examples copied (see above)")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     work = Path(args.workdir)
@@ -115,10 +170,21 @@ def main() -> None:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     results = []
     for n in args.rows or [1_000_000]:
-        paths = bench.make_inputs(work, n)
-        cand_in = candidate_inputs(paths["inline"], work / f"in-{n}" / "inline-cut", seed=n)
-        base = scored(overlap, paths["inline"], work / f"runs-{n}" / "base", env)
-        cand = scored(overlap, cand_in, work / f"runs-{n}" / "cand", env)
+        if args.replicate and n > 1_000_000:
+            one = 1_000_000
+            paths = bench.make_inputs(work, one)
+            cand_in = candidate_inputs(paths["inline"], work / f"in-{one}" / "inline-cut",
+                                       seed=one)
+            base = replicated(scored(overlap, paths["inline"], work / f"runs-{one}" / "base",
+                                     env), work / f"runs-{n}" / "base", n // one)
+            cand = replicated(scored(overlap, cand_in, work / f"runs-{one}" / "cand", env),
+                              work / f"runs-{n}" / "cand", n // one)
+        else:
+            paths = bench.make_inputs(work, n)
+            cand_in = candidate_inputs(paths["inline"], work / f"in-{n}" / "inline-cut",
+                                       seed=n)
+            base = scored(overlap, paths["inline"], work / f"runs-{n}" / "base", env)
+            cand = scored(overlap, cand_in, work / f"runs-{n}" / "cand", env)
         outs = work / f"runs-{n}" / "compare"
         cmds = {"engine": [overlap, "compare", str(base), str(cand), "--output",
                            str(outs / "engine"), "--format", "alarms"]}
