@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import re
 import secrets
 import time
@@ -107,7 +106,7 @@ def score(
     Composition of :mod:`pipeline.engine` (plan, split/check/score on the chosen engine),
     :mod:`pipeline.aggregate` and :mod:`pipeline.io` (staging, atomic publish). Output:
     ``output/examples/part-*.parquet``, ``output/aggregate.parquet``,
-    ``output/manifest.json``, then ``output/_SUCCESS`` (see the README for every column).
+    ``output/manifest.json``, then ``output/_SUCCESS`` (docs/scoring.md lists every column).
 
     Work goes to a staging directory beside ``output`` (named after the inputs and settings)
     and is moved into place when complete. When a run is interrupted (killed driver,
@@ -146,27 +145,11 @@ def score(
         ExecutionError: Ray or the storage failed.
 
     """
-    from pipeline import __version__
-    from pipeline.engine import (
-        aggregate_examples,
-        choose_engine,
-        execute,
-        make_plan,
-        make_runner,
-    )
+    from pipeline.engine import make_plan
     from pipeline.engine.resume import run_key
-    from pipeline.engine.tasks import SKIP_REASONS
-    from pipeline.io.schema import RUN_ID_KEY, SIGNATURE_KEY
-    from pipeline.io.write import (
-        AGGREGATE_FILE,
-        EXAMPLES_DIR,
-        MANIFEST_FILE,
-        OutputDir,
-        check_apart,
-        checksum,
-        write_json,
-        write_parquet,
-    )
+    from pipeline.engine.session import score_on_engine
+    from pipeline.io.manifest import write_run
+    from pipeline.io.write import OutputDir, check_apart
 
     cfg = config or ScoreConfig()
     requested = check_run_id(run_id) if run_id is not None else None
@@ -181,93 +164,15 @@ def score(
     resumed = out.prepare(run_id=run_id)
     seconds = {"plan": time.perf_counter() - t0}
     try:
-        t = time.perf_counter()
-        chosen, reason = choose_engine(cfg, plan)
-        runner = make_runner(cfg, chosen)
-        seconds["engine_start"] = time.perf_counter() - t
-        try:
-            engine = {**runner.describe(), "requested": cfg.engine, "reason": reason}
-            ran = execute(plan, cfg, runner, out, run_id=run_id, progress=progress)
-            seconds.update(ran.seconds)
-            t = time.perf_counter()
-            parts = [p for p in ran.parts if p.name is not None]
-            agg = aggregate_examples(cfg, runner,
-                                     [out.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts],
-                                     n_examples=sum(p.num_rows for p in parts),
-                                     group_parts=sum(p.n_groups for p in parts))
-            seconds["aggregate"] = time.perf_counter() - t
-            engine.update(runner.store_stats())  # spilled bytes (Ray), before it stops
-        except BaseException:
-            runner.close()  # now: an interrupted or failed run leaves nothing running
-            raise
-        if defer_engine_stop:
-            atexit.register(runner.close)
-        else:
-            t = time.perf_counter()
-            runner.close()
-            seconds["engine_stop"] = time.perf_counter() - t
-        t = time.perf_counter()
-        signature = str(ran.signature)
-        agg_size = write_parquet(agg, out.staged(AGGREGATE_FILE),
-                                 metadata={SIGNATURE_KEY: signature.encode(),
-                                           RUN_ID_KEY: run_id.encode()})
-        n_scored = sum(p.num_rows for p in parts)
-        manifest: dict[str, Any] = {
-            "run_id": run_id,
-            "started_at": started.isoformat(timespec="seconds"),
-            "finished_at": None,
-            "version": __version__,
-            "signature": signature,
-            "output": out.final.uri,
-            "config": cfg.to_dict(),
-            "engine": engine,
-            "inputs": {
-                "predictions": {"uri": predictions, "files": [
-                    {"path": f.uri, "size_bytes": f.size_bytes, "num_rows": f.num_rows}
-                    for f in plan.prediction_files]},
-                "references": None if references is None else {"uri": references, "files": [
-                    {"path": f.uri, "size_bytes": f.size_bytes, "num_rows": f.num_rows}
-                    for f in plan.reference_files]},
-                "layout": plan.spec.layout,
-                "reference_column": plan.spec.reference_column,
-            },
-            "outputs": {
-                "examples": [{"path": f"{EXAMPLES_DIR}/{p.name}", "num_rows": p.num_rows,
-                              "size_bytes": p.size_bytes, "partition": p.index,
-                              "where": p.where,
-                              "sha256": checksum(out.staged(f"{EXAMPLES_DIR}/{p.name}"))}
-                             for p in parts],
-                "aggregate": {"path": AGGREGATE_FILE, "num_rows": agg.num_rows,
-                              "size_bytes": agg_size,
-                              "sha256": checksum(out.staged(AGGREGATE_FILE))},
-            },
-            "counts": {
-                "prediction_rows": plan.prediction_rows,
-                "reference_rows": plan.reference_rows,
-                "examples_scored": n_scored,
-                "skipped": {k: ran.skipped.counts.get(k, 0) for k in SKIP_REASONS},
-                "skipped_ids": {k: ran.skipped.samples[k] for k in SKIP_REASONS
-                                if ran.skipped.counts.get(k)},
-                "missing_predictions_scored_zero": sum(p.n_missing_predictions
-                                                       for p in ran.parts),
-                "truncated_examples": sum(p.n_truncated for p in ran.parts),
-                "null_predictions": sum(p.n_null_predictions for p in ran.parts),
-                "zero_token_texts": sum(p.n_zero_token_texts for p in ran.parts),
-                "one_line_multi_sentence_texts": sum(p.n_one_line_texts for p in ran.parts),
-                "n_references": ran.n_references,
-                "partitions": plan.n_partitions,
-                "prediction_units": len(plan.prediction_units),
-                "reference_units": len(plan.reference_units),
-            },
-            "resumed": resumed,
-            "stages": ran.stages,
-            "seconds": seconds,
-            "task_seconds": ran.task_seconds,
-        }
-        seconds["write"] = time.perf_counter() - t
-        seconds["total"] = time.perf_counter() - t0
-        manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        write_json(manifest, out.staged(MANIFEST_FILE))
+        scored = score_on_engine(plan, cfg, out, run_id=run_id, seconds=seconds,
+                                 progress=progress, defer_stop=defer_engine_stop)
+        signature = str(scored.execution.signature)
+        manifest = write_run(out, plan=plan, predictions=predictions, references=references,
+                             config=cfg.to_dict(), run_id=run_id, signature=signature,
+                             started=started, resumed=resumed, aggregate=scored.aggregate,
+                             parts=scored.parts, engine=scored.engine, counts=scored.counts,
+                             stages=scored.execution.stages,
+                             task_seconds=scored.execution.task_seconds, seconds=seconds, t0=t0)
         out.publish(run_id=run_id)
     except PipelineError as e:
         # Bad input or settings: nothing worth keeping. Anything else (infrastructure
@@ -278,7 +183,7 @@ def score(
     finally:
         out.release()
     return ScoreRun(output=out.final.uri, run_id=run_id, signature=signature,
-                    aggregate=agg, manifest=manifest)
+                    aggregate=scored.aggregate, manifest=manifest)
 
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -1,7 +1,7 @@
 """The compiled kernels, loaded without compiling: built ahead of time at install.
 
-The kernels are numba functions (:mod:`pipeline.metrics.batch`,
-:mod:`pipeline.tokenizers.bytes_tokens`, :mod:`pipeline.io.hashing`, the bootstrap's
+The kernels are numba functions (:mod:`pipeline.metrics.rouge.pairs`,
+:mod:`pipeline.tokenizers.rouge_score_bytes`, :mod:`pipeline.io.hashing`, the bootstrap's
 :mod:`pipeline.resampling`). ``pip install``
 compiles them once, with the explicit signatures in :data:`KERNELS`, into the extension module
 ``pipeline._kernels`` (numba's ahead-of-time compiler, see ``setup.py``). Loading that
@@ -56,11 +56,11 @@ class Kernel:
 
 
 KERNELS = (
-    Kernel("score_pairs", "pipeline.metrics.batch", "score_pairs",
+    Kernel("score_pairs", "pipeline.metrics.rouge.pairs", "score_pairs",
            "int64[:,:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
            "int64[::1], int64)",
            ("int32", "int64", "int64", "int64", "int64", "int64", int)),
-    Kernel("tokenize_bytes", "pipeline.tokenizers.bytes_tokens", "tokenize_bytes",
+    Kernel("tokenize_bytes", "pipeline.tokenizers.rouge_score_bytes", "tokenize_bytes",
            "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1], int64))"
            "(uint8[::1], int64[::1], uint8[::1])",
            ("uint8", "int64", "uint8")),
@@ -80,7 +80,7 @@ KERNELS = (
            "void(float64[:,::1], float64[::1], float64[:,::1])",
            ("float64", "float64", "float64")),
     # the metric families' kernels (sacrebleu's tokenizers, BLEU, chrF, SQuAD token F1)
-    Kernel("mt_tokenize", "pipeline.mt_tokenizers", "_tokenize",
+    Kernel("mt_tokenize", "pipeline.tokenizers.sacrebleu", "_tokenize",
            "Tuple((int32[::1], int64[::1], int64, int32[::1], int64[::1]))"
            "(int32[::1], int64[::1], int64, uint8[::1], uint8[::1])",
            ("int32", "int64", int, "uint8", "uint8")),
@@ -102,28 +102,28 @@ KERNELS = (
            ("int32", "int64", int, "int64", int)),
     # rouge-score's backtracked LCS as position pairs (overlap explain's rougeL and
     # rougeLsum alignments)
-    Kernel("lcs_alignment", "pipeline.metrics.lcs", "lcs_alignment",
+    Kernel("lcs_alignment", "pipeline.metrics.rouge.lcs", "lcs_alignment",
            "int64[:,::1](int32[::1], int64, int64, int64, int64, int64)",
            ("int32", int, int, int, int, int)),
-    Kernel("union_lcs_alignment", "pipeline.metrics.lcs", "union_lcs_alignment",
+    Kernel("union_lcs_alignment", "pipeline.metrics.rouge.lcs", "union_lcs_alignment",
            "int64[::1](int32[::1], int64, int64[:,::1], int64[:,::1], int64)",
            ("int32", int, "int64", "int64", int)),
     # ROUGE-1.5.5's skip-bigram and summary-level LCS/WLCS kernels (its n-grams use score_pairs)
-    Kernel("skip_bigram_pairs", "pipeline.metrics.skipgram", "skip_bigram_pairs",
+    Kernel("skip_bigram_pairs", "pipeline.metrics.rouge155.skipgram", "skip_bigram_pairs",
            "int64[:,::1](int32[::1], int64[::1], int64[::1], int64[::1], int64, boolean, int64)",
            ("int32", "int64", "int64", "int64", int, bool, int)),
-    Kernel("summary_lcs_pairs", "pipeline.metrics.wlcs", "summary_lcs_pairs",
+    Kernel("summary_lcs_pairs", "pipeline.metrics.rouge155.wlcs", "summary_lcs_pairs",
            "float64[:,::1](int32[::1], int64[::1], int64[::1], int32[::1], int64[::1], "
            "int64[::1], int64[::1], boolean, float64[::1], int64)",
            ("int32", "int64", "int64", "int32", "int64", "int64", "int64", bool, "float64",
             int)),
 )
 # Modules whose source the kernels are compiled from (callees included).
-SOURCES = ("pipeline.metrics.batch", "pipeline.tokenizers.bytes_tokens",
-           "pipeline.metrics.lcs", "pipeline.metrics.ngram", "pipeline.io.hashing",
-           "pipeline.resampling", "pipeline.mt_tokenizers", "pipeline.metrics.bleu",
-           "pipeline.metrics.chrf", "pipeline.metrics.squad", "pipeline.metrics.ngram_table",
-           "pipeline.metrics.skipgram", "pipeline.metrics.wlcs")
+SOURCES = ("pipeline.metrics.rouge.pairs", "pipeline.tokenizers.rouge_score_bytes",
+           "pipeline.metrics.rouge.lcs", "pipeline.metrics.rouge.ngram", "pipeline.io.hashing",
+           "pipeline.resampling", "pipeline.tokenizers.sacrebleu", "pipeline.metrics.bleu",
+           "pipeline.metrics.chrf", "pipeline.metrics.squad", "pipeline.metrics.hashing",
+           "pipeline.metrics.rouge155.skipgram", "pipeline.metrics.rouge155.wlcs")
 
 
 def source_digest() -> int:

@@ -16,11 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics import registry
-from pipeline.scoring import ON_LONG_TEXT, ScoringSettings, Threshold, scoring_keys
-from pipeline.signature import Signature, build_signature
-from pipeline.values import (
+from pipeline.config_checks import (
     as_bool,
     as_choice,
     as_float,
@@ -31,6 +27,10 @@ from pipeline.values import (
     as_opt_str,
     as_str,
 )
+from pipeline.errors import ConfigError, did_you_mean
+from pipeline.metrics import registry
+from pipeline.scoring import ON_LONG_TEXT, ScoringSettings, Threshold, scoring_keys
+from pipeline.signature import Signature, build_signature
 
 ENGINES = ("auto", "ray", "local")
 # The most CPUs (local Ray) or worker processes (in-process) one machine's run may ask for.

@@ -2,10 +2,11 @@
 
 Pure core (texts in, explanations out), written in plain Python over token strings so that
 it reads like the definitions, but for the LCS walks, which run in compiled kernels
-(:func:`pipeline.metrics.lcs.lcs_alignment`, :func:`~pipeline.metrics.lcs.union_lcs_alignment`:
-linear memory, about the scorer's time; a table in Python lists took 31 s and 1.1 GB for
-two 10,000-token texts); the scorer's kernels compute the same numbers (a property test
-holds the two together, another holds the walks to rouge-score's):
+(:func:`pipeline.metrics.rouge.lcs.lcs_alignment`,
+:func:`~pipeline.metrics.rouge.lcs.union_lcs_alignment`: linear memory, about the scorer's
+time; a table in Python lists took 31 s and 1.1 GB for two 10,000-token texts); the
+scorer's kernels compute the same numbers (a property test holds the two together, another
+holds the walks to rouge-score's):
 
 - ``rougeN``: the clipped n-gram matches: every n-gram in both texts with its count in the
   prediction, in the reference and ``min`` of the two (Lin 2004, §2; rouge-score
@@ -18,7 +19,8 @@ holds the two together, another holds the walks to rouge-score's):
   tokens counted in reference order while the token has occurrences left on both sides
   (``_summary_level_lcs``); matches = the hits.
 - several references: every reference is explained, and the multi-reference rule
-  (:func:`pipeline.metrics.rouge.combine_references`, the scorer's own code) says which one won.
+  (:func:`pipeline.metrics.rouge.family.combine_references`, the scorer's own code) says
+  which one won.
 
 Positions are 0-based indices into the token lists shown (after stemming and
 ``max_tokens``); they are what the report uses to mark matched words.
@@ -36,12 +38,12 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.metrics.rouge import FAMILY as ROUGE
-from pipeline.metrics.rouge import combine_references
+from pipeline.metrics.rouge.family import FAMILY as ROUGE
+from pipeline.metrics.rouge.family import combine_references
 from pipeline.scoring import DEFAULT_METRICS, ScoringSettings
-from pipeline.tokenizers import Tokenizer, get_tokenizer, porter_stem
+from pipeline.tokenizers.rouge_score import Tokenizer, get_tokenizer, porter_stem
 
-# as pipeline.metrics.rouge (sentence_split="punctuation")
+# as pipeline.metrics.rouge.family (sentence_split="punctuation")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -314,7 +316,7 @@ def lcs_pairs(ref: Sequence[str], can: Sequence[str]) -> list[tuple[int, int]]:
     The path is the one rouge-score 0.1.2 backtracks (``_backtrack_norec`` on
     ``_lcs_table``: reference rows, candidate columns; from the last cell, on a mismatch
     left when the left cell is greater than the one above, else up), computed by the
-    compiled kernel :func:`pipeline.metrics.lcs.lcs_alignment` in bit rows with
+    compiled kernel :func:`pipeline.metrics.rouge.lcs.lcs_alignment` in bit rows with
     checkpoints: time O(n m / 64), memory O(sqrt(n) m / 64 + n + m) words (two
     100,000-token texts: about a second and 12 MiB, where the Python table took 31 s and
     1.1 GB for two 10,000-token texts).
@@ -353,7 +355,7 @@ def _union_pairs(ref: Sequence[str], ref_sentences: Sequence[tuple[int, int]],
 
     Each reference sentence's LCS with each prediction sentence in order (rouge-score's
     backtrack, :func:`lcs_pairs`), the first prediction sentence to take a position
-    pairing it; computed by :func:`pipeline.metrics.lcs.union_lcs_alignment` in one call,
+    pairing it; computed by :func:`pipeline.metrics.rouge.lcs.union_lcs_alignment` in one call,
     at about the scorer's cost.
     """
     from pipeline.compiled import kernel

@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.config_checks import as_choice, as_names, as_opt_int, as_option, as_str
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
 from pipeline.metrics.base import MetricSpec, reference_lists, text_list
-from pipeline.metrics.rouge import SentenceSplitWarning, ZeroTokenWarning
-from pipeline.values import as_choice, as_names, as_opt_int, as_option, as_str
+from pipeline.metrics.rouge.family import SentenceSplitWarning, ZeroTokenWarning
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 ON_LONG_TEXT = ("truncate", "error")
@@ -191,7 +191,7 @@ class ScoringSettings:
         declared = {o.key: o for o in registry.options()}
         if values.get("rouge155") is not None:
             # ROUGE-1.5.5's flags set the metrics and the options they stand for
-            from pipeline.metrics.rouge155 import parse_rouge155_flags
+            from pipeline.metrics.rouge155.family import parse_rouge155_flags
 
             metrics, implied, _ = parse_rouge155_flags(as_str("rouge155", values["rouge155"]))
             values = {**values, "metrics": metrics, **implied}

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m scripts.bench_cluster [--rows 5000] [--jobs 2] [--jit]
 
-Starts a real two-node Ray cluster on this machine (``tests/ray_cluster.py``: ``ray start``
+Starts a real two-node Ray cluster on this machine (``tests/support/ray_cluster.py``: ``ray start``
 on 127.0.0.2 and 127.0.0.3, one CPU each, token authentication, its own temp dir; stopped
 by the PIDs started here, never ``ray stop``), then runs ``overlap score --address`` on
 ``--rows`` resampled real examples (``scripts/bench_pipeline.py``'s inputs, 4 partitions)
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench_pipeline import make_inputs  # noqa: E402
-from tests.ray_cluster import LoopbackCluster  # noqa: E402
+from tests.support.ray_cluster import LoopbackCluster  # noqa: E402
 
 OVERLAP = Path(sys.executable).with_name("overlap")
 

@@ -6,7 +6,7 @@ machine load hits both alike. Peers: sacrebleu's per-example loops (``sentence_b
 reused ``BLEU(effective_order=True).sentence_score``, ``sentence_chrf``,
 ``CHRF(word_order=2).sentence_score``), its corpus calls (``corpus_bleu``, ``corpus_chrf``),
 and the official SQuAD v1.1 loop (``metric_max_over_ground_truths`` of ``f1_score`` and
-``exact_match_score``, transcribed in tests/squad_official.py). Every row checks that both
+``exact_match_score``, transcribed in tests/support/squad_official.py). Every row checks that both
 sides return the same values (max absolute difference; "identical" means bit-equal).
 
 Texts: the "short" shape (about 60 words, one reference) and "multiref" (60 words, four
@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
-from tests.squad_official import official_em, official_f1, official_max  # noqa: E402
+from tests.support.squad_official import official_em, official_f1, official_max  # noqa: E402
 
 
 def load_sentences() -> list[str]:

@@ -145,7 +145,7 @@ def tokenizer_mb_per_s(preds, refs, repeats: int) -> float:
     """UTF-8 megabytes per second through the rouge-score tokenizer (Arrow input)."""
     import pyarrow as pa
 
-    from pipeline.tokenizers import get_tokenizer, tokenize_batch
+    from pipeline.tokenizers.rouge_score import get_tokenizer, tokenize_batch
 
     texts = pa.array(preds + [r for rs in refs for r in rs], pa.large_string())
     tok = get_tokenizer("rouge-score")

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pipeline import Scorer
-from pipeline.metrics.rouge155 import Rouge155Options, score_rouge155
+from pipeline.metrics.rouge155.family import Rouge155Options, score_rouge155
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

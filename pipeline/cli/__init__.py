@@ -235,7 +235,29 @@ class _Main(click.Group):
             os._exit(e.code)
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+_MAIN_EPILOG = """\b
+A tour on the bundled data (README.md, "A five-minute tour"):
+  overlap score pipeline/data/realsumm/predictions \\
+      --references pipeline/data/realsumm/references.parquet \\
+      --output runs/realsumm --group-by system
+  overlap compare runs/realsumm runs/shorter
+  overlap report runs/shorter --baseline runs/realsumm --output report.html
+  overlap publish runs/realsumm --delta warehouse --label model=bart
+  overlap nightly nights PREDICTIONS REFERENCES
+  overlap explain runs/realsumm --id ID
+
+\b
+COMMAND --help shows its options and an example; docs/ holds the details.
+Exit codes: 0 ok, 1 alarm (compare, nightly), 2 bad usage or input,
+3 output in the way, 4 execution failure, 130 Ctrl-C, 143 SIGTERM."""
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=_MAIN_EPILOG)
 @click.version_option(__version__, prog_name="overlap")
 def main() -> None:
-    """Score word-overlap metrics (ROUGE) exactly and at scale, and compare runs."""
+    """Score ROUGE, BLEU, chrF and token F1 on Parquet data, exactly and at scale.
+
+    Score a run, compare it with a baseline (alarms beyond run-to-run noise), publish it to
+    Delta or Iceberg tables, write an HTML report, explain one example's score.
+    """

@@ -11,6 +11,7 @@ import click
 
 from pipeline import compare as cmp
 from pipeline.cli import main
+from pipeline.cli.options import measures_option
 from pipeline.errors import PipelineError
 
 _TEXT_WIDTH = 160
@@ -251,12 +252,22 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
     return default, per
 
 
-@main.command("compare")
+_COMPARE_EPILOG = """\b
+Examples:
+  overlap compare runs/realsumm runs/shorter
+  overlap compare runs/base runs/cand --metrics rougeL.fmeasure,bleu.score --format table
+  overlap compare BASE CAND --history /data/overlap --output cmp/ --plot cmp/delta.png
+
+\b
+Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
+
+
+@main.command("compare", epilog=_COMPARE_EPILOG)
 @click.argument("baseline_dir")
 @click.argument("candidate_dir")
-@click.option("--metric", "metrics", multiple=True, metavar="METRIC.MEASURE",
-              help="Measure to compare, e.g. rougeL.fmeasure (repeatable or comma-separated). "
-                   "Default: the primary measure of every metric present in both runs.")
+@measures_option(what="Measures to compare, e.g. rougeL.fmeasure,bleu.score (repeatable "
+                      "or comma-separated).  [default: the primary measure of every metric "
+                      "in both runs]")
 @click.option("--band", "band_values", multiple=True, metavar="[METRIC.MEASURE=]VALUE",
               help="The band's floor: a bare number is a fraction of each measure's full "
                    "scale (0.01: 0.01 for ROUGE on 0..1, 1.0 for BLEU on 0..100); "
@@ -282,7 +293,8 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
               help="Bootstrap resamples (and at least as many approximate randomization "
                    "trials).")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=cmp.DEFAULT_SEED,
-              show_default=True, help="Seed of the resampling (counter-based, see README).")
+              show_default=True,
+              help="Seed of the resampling (counter-based: see docs/compare.md).")
 @click.option("--max-missing", type=click.FloatRange(0.0, 1.0), default=cmp.DEFAULT_MAX_MISSING,
               show_default=True,
               help="Tolerated fraction of a group's baseline examples absent from the "
@@ -316,15 +328,16 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
                     seed: int, max_missing: float, top: int, output: str | None,
                     plot: str | None, allow_signature_mismatch: bool,
                     engine: str, address: str | None, output_format: str) -> None:
-    """Compare CANDIDATE_DIR against BASELINE_DIR (two `overlap score` outputs).
+    """Tell whether a run moved against a baseline beyond noise.
 
-    Pairs examples by id (and group columns), and per measure and group computes the values,
-    the delta, its paired bootstrap interval, an approximate randomization p-value adjusted
-    across all rows (--adjust) and the minimal detectable effect. A change alarms when the
-    adjusted p < 1 - confidence and |delta| > the row's band (learned from --history when
-    it has enough nights, never below --band); a drift alarms when the history's control
-    chart passes its limit; a group that lost more than --max-missing of its baseline
-    examples alarms as missing. The verdict and alarms are printed first.
+    BASELINE_DIR and CANDIDATE_DIR are two `overlap score` outputs. Pairs examples by id
+    (and group columns), and per measure and group computes the values, the delta, its
+    paired bootstrap interval, an approximate randomization p-value adjusted across all rows
+    (--adjust) and the minimal detectable effect. A change alarms when the adjusted p < 1 -
+    confidence and |delta| > the row's band (learned from --history when it has enough
+    nights, never below --band); a drift alarms when the history's control chart passes its
+    limit; a group that lost more than --max-missing of its baseline examples alarms as
+    missing. The verdict and alarms are printed first.
 
     Exit codes: 0 no alarm, 1 alarm (change, drift or missing examples; a failed --plot is
     only a warning), 2 bad usage or input (including differing signatures).

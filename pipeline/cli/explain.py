@@ -12,11 +12,17 @@ from pipeline.cli import main
 from pipeline.cli.compare import safe
 from pipeline.cli.score import _Choice, one_line
 from pipeline.errors import PipelineError
-from pipeline.metrics.rouge import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
-from pipeline.tokenizers import STEMMERS, TOKENIZERS
+from pipeline.metrics.rouge.family import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
+from pipeline.tokenizers.rouge_score import STEMMERS, TOKENIZERS
 
 
-@main.command("explain")
+@main.command("explain", epilog="""\b
+Examples:
+  overlap explain --prediction "The cat sat." --reference "A cat sat down."
+  overlap explain runs/realsumm --id ID --metrics rougeL
+
+\b
+Details: docs/explain.md.""")
 @click.argument("run_dir", required=False)
 @click.option("--id", "example_id", metavar="ID", default=None,
               help="The example of RUN_DIR to explain.")
@@ -46,7 +52,7 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
                     tokenizer: str | None, stemmer: str | None, case_sensitive: bool | None,
                     multi_reference: str | None, sentence_split: str | None,
                     max_tokens: int | None, output_format: str) -> None:
-    """Explain why one example scored what it did.
+    """Show why one example scored what it did.
 
     Either --prediction TEXT --reference TEXT [--reference TEXT ...], or RUN_DIR --id ID
     (texts from the run when kept with --keep-text, else from its inputs; the run's

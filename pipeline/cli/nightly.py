@@ -38,7 +38,15 @@ _FIXED_COMPARE = ("baseline_dir", "candidate_dir", "output", "history", "plot",
                   "output_format")
 
 
-@main.command("nightly")
+@main.command("nightly", epilog="""\b
+Examples:
+  overlap nightly nights pipeline/data/realsumm/predictions \\
+      pipeline/data/realsumm/references.parquet --run-date 2026-12-01
+  RUN_DATE=2026-12-02 COMPARE_ARGS="--band rougeL.fmeasure=0.005" \\
+      overlap nightly /data/overlap s3://evals/tonight/predictions s3://evals/refs --report
+
+\b
+Details, cron and Airflow: docs/compare.md ("Nightly use").""")
 @click.argument("root")
 @click.argument("predictions")
 @click.argument("references", required=False)
@@ -52,7 +60,7 @@ _FIXED_COMPARE = ("baseline_dir", "candidate_dir", "output", "history", "plot",
               help="Further `overlap score` options, one string (env SCORE_ARGS).")
 @click.option("--compare-args", envvar="COMPARE_ARGS", default="",
               help="Further `overlap compare` options, one string (env COMPARE_ARGS), e.g. "
-                   "\"--band rougeL.fmeasure=0.005 --metric rougeL.fmeasure\".")
+                   "\"--band rougeL.fmeasure=0.005 --metrics rougeL.fmeasure\".")
 @click.option("--publish-args", envvar="PUBLISH_ARGS", default="",
               help="When set, publish tonight's run with these `overlap publish` options "
                    "(env PUBLISH_ARGS), e.g. \"--delta /data/warehouse --label model=m7\".")
@@ -63,14 +71,15 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
                     run_date: str | None, run_id: str | None, baseline: str | None,
                     score_args: str, compare_args: str, publish_args: str,
                     write_report: bool) -> None:
-    """Score tonight's PREDICTIONS under ROOT, compare with the last night and the history.
+    """Score tonight's run, compare it with the history.
 
-    Layout under ROOT (any characters; Hive-style partitions a warehouse can read):
-    ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/ (the `overlap score` output) and
-    ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/ (compare.json, compare.parquet,
-    delta.png, report.html). The baseline is the newest complete run dated on or before
-    tonight, other than tonight's; the comparison learns its bands and drift from ROOT
-    (--history ROOT). Running the same night again (same RUN_DATE and RUN_ID) resumes it.
+    Scores PREDICTIONS (against REFERENCES) under ROOT. Layout under ROOT (any characters;
+    Hive-style partitions a warehouse can read): ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/
+    (the `overlap score` output) and ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/
+    (compare.json, compare.parquet, delta.png, report.html). The baseline is the newest
+    complete run dated on or before tonight, other than tonight's; the comparison learns its
+    bands and drift from ROOT (--history ROOT). Running the same night again (same RUN_DATE
+    and RUN_ID) resumes it.
 
     Exit codes: 0 no alarm, or a first night with nothing to compare with; 1 alarm; 2 bad
     usage or input; 3 or 4 as overlap score (output held by another run; execution failure).
@@ -85,6 +94,9 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
         if any(flags.get(k) not in (None, False, "x", predictions) for k in _FIXED_SCORE):
             raise ConfigError("SCORE_ARGS: --references, --output, --run-id and --overwrite "
                               "are the nightly's own")
+        if flags.pop("output_format", "summary") != "summary":
+            raise ConfigError("SCORE_ARGS: --format is not used by the nightly, which prints "
+                              "the comparison")
         config_file = flags.pop("config_file", None)
         thresholds = flags.pop("thresholds", ())
         for k in _FIXED_SCORE:

@@ -9,7 +9,13 @@ from pipeline.cli.score import one_line
 from pipeline.errors import PipelineError
 
 
-@main.command("publish")
+@main.command("publish", epilog="""\b
+Examples (pip install -e '.[warehouse]'):
+  overlap publish runs/realsumm --delta warehouse --label model=bart
+  overlap publish runs/realsumm --iceberg sqlite:///catalog.db --namespace evals
+
+\b
+Details, and reading the tables from DuckDB, Spark, Trino: docs/warehouse.md.""")
 @click.argument("run_dir")
 @click.option("--delta", metavar="ROOT", default=None,
               help="Append to the Delta Lake tables ROOT/examples and ROOT/aggregates "
@@ -33,14 +39,15 @@ from pipeline.errors import PipelineError
 def publish_command(ctx: click.Context, run_dir: str, delta: str | None, iceberg: str | None,
                     namespace: str | None, warehouse: str | None, labels: tuple[str, ...],
                     run_date: str | None) -> None:
-    """Append a complete run (RUN_DIR with _SUCCESS) to Delta Lake and/or Iceberg tables.
+    """Append a run to Delta Lake and/or Iceberg tables.
 
-    Both tables (examples, aggregates) get run_id, run_date, signature and the --label
-    columns, and are partitioned by run_date. Publishing a run that is already in a table
-    writes nothing to it, so publishing again after a failure completes what is missing;
-    another run (or other labels or date) under a published run id is refused. A run with
-    new metrics adds columns; a column whose type changed is refused. Everything is checked
-    before anything is written.
+    RUN_DIR is a complete run (with _SUCCESS), checked against its manifest. Both tables
+    (examples, aggregates) get run_id, run_date, signature and the --label columns, and are
+    partitioned by run_date. Publishing a run that is already in a table writes nothing to
+    it, so publishing again after a failure completes what is missing; another run (or other
+    labels or date) under a published run id is refused. A run with new metrics adds
+    columns; a column whose type changed is refused. Everything is checked before anything
+    is written.
 
     Exit codes: 0 published, 2 bad usage or input (an incomplete run or one that does not
     match its manifest, a type change, another run under the run id, a bad namespace),

@@ -5,11 +5,19 @@ from __future__ import annotations
 import click
 
 from pipeline.cli import main
+from pipeline.cli.options import measures_option
 from pipeline.cli.score import one_line
 from pipeline.errors import PipelineError
 
 
-@main.command("report")
+@main.command("report", epilog="""\b
+Examples:
+  overlap report runs/realsumm --output report.html
+  overlap report runs/shorter --baseline runs/realsumm --output report.html
+  overlap report RUN --comparison cmp/compare.json --output report.html
+
+\b
+Details: docs/report.md.""")
 @click.argument("run_dir")
 @click.option("--baseline", metavar="RUN_DIR", default=None,
               help="Compare with this complete run: the compare table with alarms, the "
@@ -21,8 +29,7 @@ from pipeline.errors import PipelineError
 @click.option("--comparison", metavar="COMPARE.json", default=None,
               help="Show this comparison of RUN_DIR (overlap compare --output): its verdict, "
                    "alarms and settings; the baseline is its own unless --baseline is given.")
-@click.option("--metric", "metrics", multiple=True, metavar="METRIC.MEASURE",
-              help="As overlap compare (without --comparison).")
+@measures_option(what="Measures to compare, as overlap compare (without --comparison)")
 @click.option("--band", "band_values", multiple=True, metavar="[METRIC.MEASURE=]VALUE",
               help="As overlap compare (without --comparison).")
 @click.option("--confidence", type=float, default=None, help="As overlap compare.")
@@ -38,15 +45,16 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
                    band_values: tuple[str, ...], confidence: float | None,
                    adjust: str | None, history: str | None,
                    history_window: int | None) -> None:
-    """Write one self-contained HTML file about RUN_DIR (no request made when it is opened).
+    """Write an HTML report of a run.
 
-    The verdict and alarms first (those of --comparison, or of the compare options given
-    here, as overlap compare would print them), then the run's signature, counts and notes,
-    per metric and group the mean with its interval, and a histogram of the per-example
-    values of each measure; with --baseline (or --comparison), the compare table with
-    alarms highlighted, the distribution of per-example deltas and the examples that moved
-    most, with the matched words marked and a word diff; with --history, the nightly trend
-    of each measure. Readable without JavaScript, and printable.
+    One self-contained file about RUN_DIR (and its comparison): opening it makes no network
+    request. The verdict and alarms first (those of --comparison, or of the compare options
+    given here, as overlap compare would print them), then the run's signature, counts and
+    notes, per metric and group the mean with its interval, and a histogram of the
+    per-example values of each measure; with --baseline (or --comparison), the compare table
+    with alarms highlighted, the distribution of per-example deltas and the examples that
+    moved most, with the matched words marked and a word diff; with --history, the nightly
+    trend of each measure. Readable without JavaScript, and printable.
 
     An existing FILE.html is replaced only when it is a report written by overlap report.
 

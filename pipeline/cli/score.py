@@ -22,6 +22,11 @@ from pipeline.errors import PipelineError, did_you_mean
 from pipeline.metrics.base import Option
 from pipeline.scoring import DEFAULT_METRICS, Threshold
 
+# Columns of the default summary (``--format summary``): a terminal of 100 columns shows it
+# unwrapped. ``--format wide`` writes one line per group whatever its width.
+SUMMARY_WIDTH = 100
+SUMMARY_FORMATS = ("summary", "wide", "json")
+
 
 class _Choice(click.Choice):
     """``click.Choice`` whose refusal adds "did you mean ...?" for a near miss."""
@@ -71,7 +76,7 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--rouge155", metavar="FLAGS",
                      help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 "
                           "-2 4 -U -m -f A\"): sets the metrics and options the script "
-                          "would use (tokenizer rouge155); see the README."),
+                          "would use (tokenizer rouge155); see docs/metrics.md."),
         *(_family_option(o) for o in registry.options()),
         click.option("--max-tokens", type=int, metavar="N",
                      help="Cut texts longer than N tokens before ROUGE (signature "
@@ -111,7 +116,7 @@ def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
 
 def _rouge155_mapping(flags: str) -> list[str]:
     """What ROUGE-1.5.5 flags stand for, as lines (notes on ignored flags first)."""
-    from pipeline.metrics.rouge155 import parse_rouge155_flags
+    from pipeline.metrics.rouge155.family import parse_rouge155_flags
 
     metrics, options, notes = parse_rouge155_flags(flags)
     return [f"note: {n}" for n in notes] + [
@@ -119,7 +124,21 @@ def _rouge155_mapping(flags: str) -> list[str]:
         "  options: " + ", ".join(f"{k}={v}" for k, v in options.items())]
 
 
-@main.command("score")
+_SCORE_EPILOG = """\b
+Examples:
+  overlap score pipeline/data/realsumm/predictions \\
+      --references pipeline/data/realsumm/references.parquet \\
+      --output runs/realsumm --group-by system
+  overlap score preds/ --references refs.parquet --output runs/mt --metrics bleu,chrf
+  overlap score preds.parquet --output runs/qa --metrics token_f1,exact_match
+  overlap score preds/ --references refs/ --output runs/r155 --rouge155 "-n 4 -w 1.2 -m"
+
+\b
+Details: docs/scoring.md (inputs, output columns, bad input, resuming),
+docs/metrics.md (every metric and option)."""
+
+
+@main.command("score", epilog=_SCORE_EPILOG)
 @click.argument("predictions")
 @click.option("--references", metavar="REFERENCES",
               help="Separate references table (file, directory or glob), keyed by id; omit "
@@ -159,16 +178,22 @@ def _rouge155_mapping(flags: str) -> list[str]:
 @click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
                                "random suffix]")
 @click.option("--overwrite", is_flag=True, help="Replace a complete existing output.")
+@click.option("--format", "output_format", type=_Choice(SUMMARY_FORMATS), default="summary",
+              show_default=True,
+              help="stdout: summary (fits 100 columns: metrics in blocks, notes wrapped), "
+                   "wide (one line per group, every column), json (the summary's figures, "
+                   "counts and every aggregate row as one document).")
 @click.pass_context
 def score_command(ctx: click.Context, predictions: str, references: str | None, output: str,
                   config_file: str | None, thresholds: tuple[str, ...], run_id: str | None,
-                  overwrite: bool, **flags: Any) -> None:
-    """Score PREDICTIONS (Parquet file, directory of shards or glob) against references.
+                  overwrite: bool, output_format: str, **flags: Any) -> None:
+    """Score predictions against references into a run.
 
-    Joins predictions and references by id, scores every example (in-process for small
-    inputs, on Ray workers for large ones or a cluster: see --engine) and writes
-    DIR/examples/part-*.parquet, DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS
-    (last). Prints the means with their bootstrap intervals.
+    PREDICTIONS and --references are a Parquet file, a directory of shards or a glob (local
+    or a URI). Joins them by id, scores every example (in-process on every CPU, or on Ray
+    with --address: see --engine) and writes DIR/examples/part-*.parquet,
+    DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
+    their bootstrap intervals, per --group-by group.
 
     Exit codes: 0 ok, 2 bad usage or input, 3 output exists (use --overwrite),
     4 execution failure.
@@ -195,17 +220,28 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         ctx.exit(err.exit_code)
     if progress:
         progress.clear()
-    click.echo(format_summary(run.manifest, run.aggregate))
+    if output_format == "json":
+        from pipeline.cli.compare import safe_json
+
+        click.echo(safe_json(summary_document(run.manifest, run.aggregate)))
+    else:
+        click.echo(format_summary(run.manifest, run.aggregate,
+                                  width=None if output_format == "wide" else SUMMARY_WIDTH))
 
 
-@main.command("signature")
+@main.command("signature", epilog=(
+    "\b\nExamples:\n  overlap signature --metrics rouge1,rougeL --stemmer porter\n"
+    "  overlap signature --rouge155 \"-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m\""))
 @_scoring_options
 @click.option("--n-references", default="1", show_default=True, metavar="N|var",
               help="References per example, or 'var' when it varies.")
 @click.pass_context
 def signature_command(ctx: click.Context, config_file: str | None, n_references: str,
                       **flags: Any) -> None:
-    """Print the signature of a scoring configuration (as written on every result).
+    """Print the signature a configuration writes.
+
+    The string every result of a run with these settings carries (Parquet metadata,
+    manifest.json); compare refuses runs whose signatures differ in a compared measure.
 
     With --rouge155, first what the script's flags stand for (metrics and options).
     """
@@ -249,7 +285,58 @@ def _cell(mean: float | None, low: float | None, high: float | None) -> str:
     return f"{mean:.4f} [{low:.4f}, {high:.4f}]"
 
 
-def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
+_GAP = "  "
+
+
+def _summary_table(header: list[str], rows: list[list[str]], *, width: int | None) -> list[str]:
+    """A table whose first two columns (group, n) start every line, the others in blocks.
+
+    Args:
+        header: column names: the group label, ``n``, then one per metric or pass rate.
+        rows: the cells of each row, as many as ``header``.
+        width: the widest line allowed, in characters; ``None``: one block, any width.
+
+    Returns:
+        Lines: with ``width``, the value columns are cut into consecutive blocks, each block
+        a header and the rows (group and n repeated), blocks separated by an empty line; a
+        group label longer than leaves room for one value column is shortened with ``...``
+        (``--format wide`` prints it whole). Every line is at most ``width`` characters but
+        when a single value column is wider.
+
+    """
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+    values = list(range(2, len(header)))
+    if width is not None and values:
+        room = width - widths[1] - max(widths[i] for i in values) - 2 * len(_GAP)
+        if widths[0] > room:
+            keep = max(room, len(header[0]), 8)
+            rows = [[r[0] if len(r[0]) <= keep else r[0][:keep - 3] + "...", *r[1:]]
+                    for r in rows]
+            widths[0] = max(len(header[0]), *(len(r[0]) for r in rows))
+    blocks: list[list[int]] = []
+    for i in values:
+        used = widths[0] + widths[1] + sum(len(_GAP) + widths[j] for j in
+                                           (blocks[-1] if blocks else [])) + len(_GAP)
+        if blocks and (width is None or used + len(_GAP) + widths[i] <= width):
+            blocks[-1].append(i)
+        else:
+            blocks.append([i])
+
+    def fmt(cells: list[str], columns: list[int]) -> str:
+        return _GAP.join(cells[i].ljust(widths[i]) if i == 0 else cells[i].rjust(widths[i])
+                         for i in columns).rstrip()
+
+    out: list[str] = []
+    for block in blocks or [[]]:
+        if out:
+            out.append("")
+        columns = [0, 1, *block]
+        out += [fmt(header, columns), *(fmt(r, columns) for r in rows)]
+    return out
+
+
+def format_summary(manifest: dict[str, Any], aggregate: Any, *,
+                   width: int | None = SUMMARY_WIDTH) -> str:
     """Render a run's summary: each metric's primary measure (and pass rates) per group.
 
     A metric shows its corpus score (``statistic`` ``corpus``, e.g. corpus BLEU) when the
@@ -259,6 +346,9 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
     Args:
         manifest: the run's manifest (``pipeline.api.ScoreRun.manifest``).
         aggregate: the run's aggregate table (pyarrow).
+        width: the widest line, in characters (default 100): the table's value columns go
+            into blocks that fit and notes are wrapped; the signature line is one token,
+            printed whole. ``None`` (``--format wide``): one line per group and per note.
 
     Returns:
         Plain text: a header, one row for the whole run then one per group, and where the
@@ -299,11 +389,6 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
             values.append(_cell(r["mean"], r["ci_low"], r["ci_high"]) if r else "-")
         lines_in.append([name, str(n_of[key]), *values])
     header = [label, "n", *headers]
-    widths = [max(len(header[i]), *(len(row[i]) for row in lines_in)) for i in range(len(header))]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
     primaries = sorted({s.primary for s in specs})
     shown = (f"{primaries[0]} means" if len(primaries) == 1 else
@@ -328,8 +413,9 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
         f"scored {counts['examples_scored']:,} examples in {seconds:.1f} s ({where})",
         f"signature: {manifest['signature']}",
         "",
-        fmt(header),
-        *[fmt(r) for r in lines_in],
+    ]
+    table_at = len(out)  # the table goes here, already fitted to the width
+    out += [
         "",
         f"{shown} with a {interval}; every measure is in aggregate.parquet",
     ]
@@ -359,4 +445,59 @@ def format_summary(manifest: dict[str, Any], aggregate: Any) -> str:
     n_files = len(manifest["outputs"]["examples"])
     out.append(f"output: {manifest['output']}  (examples/: {n_files} file(s), "
                "aggregate.parquet, manifest.json, _SUCCESS)")
-    return "\n".join(out)
+    grid = _summary_table(header, lines_in, width=width)
+    if width is None:
+        return "\n".join([*out[:table_at], *grid, *out[table_at:]])
+    return "\n".join([*_wrap(out[:table_at], width=width), *grid,
+                      *_wrap(out[table_at:], width=width)])
+
+
+def summary_document(manifest: dict[str, Any], aggregate: Any) -> dict[str, Any]:
+    """The run's result as one JSON-ready document (``overlap score --format json``).
+
+    Args:
+        manifest: the run's manifest (``pipeline.api.ScoreRun.manifest``).
+        aggregate: the run's aggregate table (pyarrow), in its row order.
+
+    Returns:
+        ``run_id``, ``output``, ``signature``, ``engine``, ``seconds`` and ``counts`` as in
+        ``manifest.json``, and ``aggregate``: one object per row of ``aggregate.parquet``
+        with its columns. Values JSON has no type for are written as text: a NaN or
+        infinite float as ``"nan"``, ``"inf"``, ``"-inf"``, a date as ISO 8601, bytes as
+        Python's ``repr``.
+
+    """
+    import math
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+    return plain({key: manifest.get(key) for key in ("run_id", "output", "signature",
+                                                     "engine", "seconds", "counts")}
+                 | {"aggregate": aggregate.to_pylist()})
+
+
+def _wrap(lines: list[str], *, width: int) -> list[str]:
+    """Lines longer than ``width`` broken at spaces, continued with a 2-space indent.
+
+    The signature is one token and stays whole (it is copied as it is); a path or word
+    longer than the width is never cut.
+    """
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width or line.startswith("signature: "):
+            out.append(line)
+        else:
+            out += textwrap.wrap(line, width=width, subsequent_indent="  ",
+                                 break_long_words=False, break_on_hyphens=False)
+    return out

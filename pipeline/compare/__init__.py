@@ -29,7 +29,7 @@ from pipeline.compare.bands import (
     learn_bands,
     measure_floors,
 )
-from pipeline.compare.document import RunComparison, compare_runs, run_specs
+from pipeline.compare.comparison import RunComparison, compare_runs, run_specs
 from pipeline.compare.drift import DRIFT_METHOD, cusum, drift_rows, ewma
 from pipeline.compare.history import History, Night, read_history, read_history_table
 from pipeline.compare.measures import (

@@ -11,9 +11,10 @@ Only complete runs (with ``_SUCCESS``) are read, and only after they were verifi
 their manifest (:func:`open_run`, the one reader of a run that ``publish``, ``compare``,
 ``report`` and ``explain`` share):
 
-- the manifest's fields have the JSON types ``overlap score`` writes (:data:`MANIFEST_TYPES`);
-  a missing key falls back to the documented default (id column ``id``, no grouping) or to
-  the Parquet key-value metadata (``overlap.signature``);
+- the manifest's fields have the JSON types ``overlap score`` writes
+  (:data:`pipeline.io.manifest.MANIFEST_TYPES`); a missing key falls back to the documented
+  default (id column ``id``, no grouping) or to the Parquet key-value metadata
+  (``overlap.signature``);
 - the files ``outputs`` lists are exactly the files of ``examples/`` (none missing, none
   added), each with the recorded row count, size and SHA-256 checksum, and every Parquet
   file written by another run (key-value metadata ``overlap.run_id``) is refused.
@@ -41,6 +42,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
+from pipeline.io.manifest import check_manifest, input_files, read_manifest
 from pipeline.io.schema import RUN_ID_KEY
 from pipeline.signature import Signature, score_differences
 
@@ -122,140 +124,6 @@ class RunInfo:
         config = self.manifest.get("config")
         return config if isinstance(config, dict) else {}
 
-
-def _read_manifest(fs: pafs.FileSystem, path: str, shown: str) -> dict[str, Any]:
-    try:
-        with fs.open_input_stream(path) as fh:
-            manifest = json.loads(fh.read().decode("utf-8"))
-    except FileNotFoundError as err:
-        raise InputError(f"{shown} has no {MANIFEST_NAME}") from err
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"cannot read {shown}/{MANIFEST_NAME}: {err}") from err
-    if not isinstance(manifest, dict):
-        raise InputError(f"{shown}/{MANIFEST_NAME} is not a JSON object")
-    return manifest
-
-
-# The JSON types of the manifest fields that readers use, as ``overlap score`` writes them
-# (dotted paths; ``*`` is every value of an object). A field of another type is refused by
-# :func:`open_run`, naming it, rather than failing in whichever command reads it first.
-MANIFEST_TYPES: dict[str, tuple[str, ...]] = {
-    "run_id": ("string",),
-    "signature": ("string", "null"),
-    "started_at": ("string", "null"),
-    "finished_at": ("string", "null"),
-    "version": ("string", "null"),
-    "output": ("string", "null"),
-    "resumed": ("boolean", "null"),
-    "config": ("object", "null"),
-    "config.id_column": ("string", "null"),
-    "config.prediction_column": ("string", "null"),
-    "config.reference_column": ("string", "null"),
-    "config.group_by": ("array", "string", "null"),
-    "config.group_by.*": ("string",),
-    "config.metrics": ("array", "string", "null"),
-    "config.metrics.*": ("string",),
-    "config.tokenizer": ("string", "null"),
-    "config.stemmer": ("string", "null"),
-    "config.case_sensitive": ("boolean", "null"),
-    "config.multi_reference": ("string", "null"),
-    "config.sentence_split": ("string", "boolean", "null"),
-    "config.max_tokens": ("integer", "null"),
-    "config.keep_text": ("boolean", "null"),
-    "config.confidence": ("number", "null"),
-    "config.bootstrap": ("integer", "null"),
-    "config.seed": ("integer", "null"),
-    "inputs": ("object", "array", "null"),
-    "inputs.predictions": ("object", "array", "string", "null"),
-    "inputs.predictions.files": ("array", "null"),
-    "inputs.predictions.files.*": ("object",),
-    "inputs.predictions.files.*.path": ("string",),
-    "inputs.predictions.files.*.size_bytes": ("integer", "null"),
-    "inputs.references": ("object", "null"),
-    "inputs.references.files": ("array", "null"),
-    "inputs.references.files.*": ("object",),
-    "inputs.references.files.*.path": ("string",),
-    "inputs.references.files.*.size_bytes": ("integer", "null"),
-    "inputs.layout": ("string", "null"),
-    "inputs.reference_column": ("string", "null"),
-    "outputs": ("object", "null"),
-    "outputs.examples": ("array",),
-    "outputs.examples.*": ("object",),
-    "outputs.examples.*.path": ("string",),
-    "outputs.examples.*.num_rows": ("integer", "null"),
-    "outputs.examples.*.size_bytes": ("integer", "null"),
-    "outputs.examples.*.sha256": ("string", "null"),
-    "outputs.aggregate": ("object", "null"),
-    "outputs.aggregate.path": ("string",),
-    "outputs.aggregate.num_rows": ("integer", "null"),
-    "outputs.aggregate.size_bytes": ("integer", "null"),
-    "outputs.aggregate.sha256": ("string", "null"),
-    "counts": ("object", "null"),
-    "counts.skipped": ("object", "null"),
-    "counts.skipped_ids": ("object", "null"),
-}
-
-
-# Every pattern of MANIFEST_TYPES and each of its prefixes (the objects on the way).
-_PATTERNS = {".".join(k.split(".")[:n]) for k in MANIFEST_TYPES
-             for n in range(1, k.count(".") + 2)}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
-
-
-def check_manifest(manifest: dict[str, Any], *, shown: str) -> None:
-    """Check the JSON types of a manifest's fields against :data:`MANIFEST_TYPES`.
-
-    Absent fields pass (readers fall back to defaults); fields not in the table are not
-    checked. An integer passes where a number is expected; a boolean never passes as a number.
-
-    Args:
-        manifest: the parsed ``manifest.json``.
-        shown: the file as the user knows it, for the message.
-
-    Raises:
-        InputError: a field of another type, naming it, its type and the expected ones.
-
-    """
-    def visit(value: Any, pattern: str, where: str) -> None:
-        allowed = MANIFEST_TYPES.get(pattern)
-        kind = _json_type(value)
-        if allowed is not None and kind not in allowed \
-                and not (kind == "integer" and "number" in allowed):
-            raise InputError(f"{shown}: field {where!r} is {_a(kind)}, not "
-                             f"{' or '.join(map(_a, allowed))}",
-                             hint="the manifest was edited or damaged; score the run again")
-        if isinstance(value, dict):
-            for key, item in value.items():
-                named = f"{pattern}.{key}" if pattern else str(key)
-                child = named if named in _PATTERNS else f"{pattern}.*"
-                if child in _PATTERNS:
-                    visit(item, child, f"{where}.{key}" if where else str(key))
-        elif isinstance(value, list) and f"{pattern}.*" in _PATTERNS:
-            for index, item in enumerate(value):
-                visit(item, f"{pattern}.*", f"{where}[{index}]")
-
-    visit(manifest, "", "")
-
-
-def _a(kind: str) -> str:
-    if kind == "null":
-        return kind
-    return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
 def _columns_setting(value: Any) -> tuple[str, ...]:
@@ -404,7 +272,7 @@ def open_run(path: str) -> RunInfo:
         raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker",
                          hint="the run failed or is still being written; compare with the "
                               "last run that finished")
-    manifest = _read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
+    manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
     check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
     files = _example_files(fs, root, path)
     run_id = manifest.get("run_id")
@@ -491,48 +359,6 @@ def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-def input_prediction_files(manifest: dict[str, Any]) -> list[tuple[str, int | None]]:
-    """Return the prediction input files a manifest names, with their recorded sizes.
-
-    Looks, in order, at ``inputs.predictions`` (as ``overlap score`` writes it: an object
-    with ``files``, a list of ``{"path", "size_bytes", "num_rows"}``; also a path or a list
-    of paths), a list ``inputs`` of objects with ``role: predictions``, and
-    ``config.predictions``.
-
-    Returns:
-        ``(path, size in bytes or None when not recorded)`` pairs; empty when none is named.
-
-    """
-
-    def files_of(value: Any) -> list[tuple[str, int | None]]:
-        if isinstance(value, str):
-            return [(value, None)]
-        if isinstance(value, dict):
-            if isinstance(value.get("path"), str):
-                size = value.get("size_bytes", value.get("size"))
-                return [(value["path"], size if isinstance(size, int) else None)]
-            for key in ("files", "paths", "uri"):
-                if value.get(key):
-                    return files_of(value[key])
-            return []
-        if isinstance(value, (list, tuple)):
-            return [f for item in value for f in files_of(item)]
-        return []
-
-    inputs = manifest.get("inputs")
-    if isinstance(inputs, dict) and inputs.get("predictions"):
-        return files_of(inputs["predictions"])
-    if isinstance(inputs, list):
-        found = [f for item in inputs if isinstance(item, dict)
-                 and item.get("role") in ("predictions", "prediction") for f in files_of(item)]
-        if found:
-            return found
-    config = manifest.get("config")
-    if isinstance(config, dict):
-        return files_of(config.get("predictions"))
-    return []
-
-
 def _texts_from(dataset: pads.Dataset, *, id_column: str, text_column: str,
                 key_columns: Sequence[str], keys: pd.DataFrame) -> list[str | None]:
     have = set(dataset.schema.names)
@@ -572,7 +398,7 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
         texts = _texts_from(dataset, id_column=run.id_column, text_column=TEXT_COLUMN,
                             key_columns=key_columns, keys=keys)
         return texts, None
-    files = input_prediction_files(run.manifest)
+    files = input_files(run.manifest, "predictions")
     if not files:
         return [None] * len(keys), "no prediction texts: the run did not keep them " \
                                    "(--keep-text) and its manifest names no input"
@@ -641,5 +467,5 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
     return parquet_path, json_path
 
 
-__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem", "input_prediction_files",
+__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem",
            "open_run", "read_examples", "read_predictions", "write_comparison"]

@@ -26,8 +26,8 @@ import numpy as np
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
-from pipeline.mt_tokenizers import MT_TOKENIZERS, check_tokenizer, tokenize_batch
+from pipeline.metrics.hashing import extend_hash, probe, start_hash, table_mask
+from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_batch
 
 MAX_ORDER = 4
 NAMES = ("bleu",)

@@ -27,8 +27,8 @@ import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.metrics.ngram_table import extend_hash, probe, start_hash, table_mask
-from pipeline.mt_tokenizers import tokenize_batch
+from pipeline.metrics.hashing import extend_hash, probe, start_hash, table_mask
+from pipeline.tokenizers.sacrebleu import tokenize_batch
 
 NAMES = ("chrf", "chrfpp")
 CHAR_ORDER = 6

@@ -18,8 +18,8 @@ from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics.base import MetricFamily, MetricSpec, Option
 from pipeline.metrics.bleu import FAMILY as BLEU
 from pipeline.metrics.chrf import FAMILY as CHRF
-from pipeline.metrics.rouge import FAMILY as ROUGE
-from pipeline.metrics.rouge155 import FAMILY as ROUGE155
+from pipeline.metrics.rouge.family import FAMILY as ROUGE
+from pipeline.metrics.rouge155.family import FAMILY as ROUGE155
 from pipeline.metrics.squad import FAMILY as SQUAD
 
 # Every family, in the order their options and names are listed.

@@ -18,15 +18,8 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from pipeline.errors import InputError
+from pipeline.io.manifest import input_files
 from pipeline.io.runs import RunInfo, filesystem, read_predictions
-
-
-def _input_files(manifest: dict[str, Any], side: str) -> list[tuple[str, int | None]]:
-    entry = (manifest.get("inputs") or {}).get(side)
-    if not isinstance(entry, dict):
-        return []
-    return [(f["path"], f.get("size_bytes")) for f in entry.get("files", [])
-            if isinstance(f, dict) and isinstance(f.get("path"), str)]
 
 
 def _dataset(files: list[tuple[str, int | None]], what: str) -> pads.Dataset:
@@ -84,7 +77,7 @@ def read_references(run: RunInfo, ids: Sequence[Any]) -> dict[Any, list[str | No
     config = run.config
     column = inputs.get("reference_column") or config.get("reference_column") or "references"
     side = "predictions" if layout == "inline" else "references"
-    files = _input_files(manifest, side)
+    files = input_files(manifest, side)
     if not files:
         raise InputError(f"{run.path}: the manifest names no {side} input to read references "
                          "from")

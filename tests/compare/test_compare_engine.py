@@ -27,7 +27,7 @@ from pipeline.compare import compare_runs
 from pipeline.engine.compare import compare_on_engine, matching_parts
 from pipeline.engine.local import LocalRunner
 from pipeline.io.runs import open_run
-from tests.test_compare_fixtures import realsumm, score, truncate_half, write_run
+from tests.compare.test_compare_fixtures import realsumm, score, truncate_half, write_run
 
 # /work/shared/data beside the checkout (or beside the worktrees' folder)
 SHARED = next((p / "shared" / "data" for p in Path(__file__).resolve().parents

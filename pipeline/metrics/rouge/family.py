@@ -1,0 +1,352 @@
+"""ROUGE as rouge-score 0.1.2 computes it: the ``rouge`` family (rouge1..rouge9, rougeL, rougeLsum).
+
+Per (prediction, reference) pair the compiled kernel (:mod:`pipeline.metrics.rouge.pairs`) returns
+sufficient statistics (matches, prediction units, reference units); precision, recall and
+fmeasure are derived from them exactly as rouge-score 0.1.2 does, and the multi-reference
+rule picks or pools pairs into one row per example. Definitions: Lin (2004), "ROUGE: A
+Package for Automatic Evaluation of Summaries"; google-research ``rouge_score``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.compiled import kernel
+from pipeline.errors import ConfigError
+from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
+from pipeline.metrics.rouge155 import family as rouge155
+from pipeline.tokenizers.rouge_score import (
+    SPACE_CLASS_RE2,
+    STEMMERS,
+    TOKENIZERS,
+    get_tokenizer,
+    tokenize_batch,
+)
+
+NAMES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
+# Metric codes of the batch kernel (pipeline.metrics.rouge.pairs, not imported: it imports numba):
+# n for rougeN.
+ROUGE_L = 0
+ROUGE_LSUM = -1
+_NAME = re.compile(r"rouge([1-9])|rougeL|rougeLsum")
+MULTI_REFERENCE_RULES = ("max", "mean", "pooled", "best-recall")
+SENTENCE_SPLITS = ("newline", "punctuation")
+MEASURES = ("precision", "recall", "fmeasure")
+STATISTICS = (("matches", "int64"), ("prediction_units", "int64"), ("reference_units", "int64"))
+# sentence_split="punctuation": a line break after . ! or ? followed by white space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SEVERAL_SENTENCES = re.compile(r"[.!?]\s+\S")
+
+OPTIONS = (
+    Option("tokenizer", "rouge-score", "Tokenizer of the ROUGE metrics: rouge-score (exactly "
+           "rouge-score 0.1.2), unicode, whitespace, or rouge155 (the ROUGE-1.5.5 Perl "
+           "script's text handling and scoring rules, see --rouge155).",
+           choices=(*TOKENIZERS, "rouge155")),
+    Option("stemmer", "none", "Stemmer of the ROUGE metrics: none, porter (rouge-score "
+           "use_stemmer=True), or porter-rouge155 (ROUGE-1.5.5's -m: WordNet 2.0 exceptions, "
+           "then its Porter; tokenizer rouge155 only).", choices=(*STEMMERS, "porter-rouge155")),
+    Option("case_sensitive", False, "Keep case when tokenizing for ROUGE (signature "
+           "case:mixed); false lowercases (case:lc)."),
+    Option("multi_reference", "max", "How several references combine for ROUGE: max "
+           "(rouge-score score_multi), mean, pooled (ROUGE-1.5.5 -f A) or best-recall "
+           "(ROUGE-1.5.5 -f B).", choices=MULTI_REFERENCE_RULES),
+    Option("sentence_split", "newline", "How rougeLsum finds sentences: newline (rouge-score: "
+           "one sentence per line) or punctuation (also a break after . ! or ? followed by "
+           "white space; signature split:punct).", choices=SENTENCE_SPLITS),
+)
+
+
+class ZeroTokenWarning(UserWarning):
+    """Non-empty texts produced no tokens (e.g. non-Latin text under ``rouge-score``)."""
+
+
+class SentenceSplitWarning(UserWarning):
+    """rougeLsum was asked for texts with several sentences on one line (it then equals rougeL)."""
+
+
+def _code(metric: str) -> int:
+    """The batch kernel's code of a metric (see :mod:`pipeline.metrics.rouge.pairs`)."""
+    if metric == "rougeL":
+        return ROUGE_L
+    if metric == "rougeLsum":
+        return ROUGE_LSUM
+    return int(metric[len("rouge"):])
+
+
+def fmeasure(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
+    """Harmonic mean, elementwise, as rouge-score 0.1.2 ``scoring.fmeasure``.
+
+    ``2 * p * r / (p + r)`` evaluated in that order (other algebraic forms differ in the last
+    bit), and 0 where ``p + r == 0``.
+
+    Args:
+        precision: float64 array in [0, 1].
+        recall: float64 array of the same shape, in [0, 1].
+
+    """
+    denom = precision + recall
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = 2 * precision * recall / denom
+    return np.where(denom > 0, f, 0.0)
+
+
+def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / max(denominator, 1)`` in float64: rouge-score's precision and recall.
+
+    rouge-score divides by ``max(count, 1)`` for ROUGE-N and returns 0 when either side is
+    empty for ROUGE-L/Lsum; both equal this, since matches are 0 when a side has no units.
+    """
+    return numerator.astype(np.float64) / np.maximum(denominator, 1).astype(np.float64)
+
+
+class Rouge:
+    """The ROUGE family (see the module docstring); stateless."""
+
+    name: str = "rouge"
+    names: tuple[str, ...] = NAMES
+    options: tuple[Option, ...] = OPTIONS
+    # Arrow batches come as they are (see MetricFamily): the rouge-score tokenizer reads
+    # their UTF-8 buffer in place.
+    reads_arrow = True
+
+    def serves(self, metric: str) -> bool:
+        """True for rouge1..rouge9, rougeL and rougeLsum."""
+        return _NAME.fullmatch(metric) is not None
+
+    def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
+        """The spec of a ROUGE metric: P/R/F, matches and units, the reference used.
+
+        Raises:
+            ConfigError: a combination the chosen tokenizer does not have (the ``rouge155``
+                tokenizer has no whole-text rougeL, no case-sensitive mode and no
+                punctuation splitting; ``porter-rouge155`` needs it).
+
+        """
+        if options["tokenizer"] == "rouge155":
+            return rouge155.rouge_spec(metric, options)
+        if options["stemmer"] == "porter-rouge155":
+            raise ConfigError("stemmer porter-rouge155 is ROUGE-1.5.5's and goes with "
+                              "tokenizer rouge155", hint="or use stemmer porter")
+        return MetricSpec(name=metric, family=self.name, measures=MEASURES, primary="fmeasure",
+                          statistics=STATISTICS,
+                          reference_rule=str(options["multi_reference"]),
+                          has_reference_index=True)
+
+    def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
+        """``tok``, ``stem``, ``case``, ``ref``; ``split:punct``; ``maxtok`` when texts are cut.
+
+        With tokenizer ``rouge155``: the ROUGE-1.5.5 fields instead
+        (:meth:`pipeline.metrics.rouge155.family.Rouge155Options.signature_fields`).
+        """
+        if options["tokenizer"] == "rouge155":
+            return rouge155.Rouge155Options.from_mapping(options).signature_fields()
+        fields = {"tok": str(options["tokenizer"]), "stem": str(options["stemmer"]),
+                  "case": "mixed" if options["case_sensitive"] else "lc",
+                  "ref": str(options["multi_reference"])}
+        if options["sentence_split"] == "punctuation":
+            fields["split"] = "punct"
+        if options.get("max_tokens") is not None:
+            fields["maxtok"] = str(options["max_tokens"])
+        return fields
+
+    def score(self, predictions: Sequence[str | None] | Any,
+              references: Sequence[Sequence[str | None]] | Any, metrics: Sequence[str],
+              options: Mapping[str, Any]) -> FamilyScores:
+        """Score ROUGE metrics; texts over ``options["max_tokens"]`` tokens are cut.
+
+        ``predictions`` and ``references`` may be Python lists or Arrow arrays (a string
+        array and a list<string> array).
+
+        Each prediction is tokenized once and each reference once, whatever the number of
+        references and metrics. Warns :class:`ZeroTokenWarning` when texts with visible
+        characters yield no token and :class:`SentenceSplitWarning` when rougeLsum meets
+        several sentences on one line (both also counted in ``counts``).
+        """
+        if options["tokenizer"] == "rouge155":
+            return rouge155.FAMILY.score(text_list(predictions), reference_lists(references),
+                                         metrics, options)
+        tokenizer = get_tokenizer(options["tokenizer"], case_sensitive=options["case_sensitive"])
+        codes = np.array([_code(m) for m in metrics], dtype=np.int64)
+        one_line = 0
+        texts: Sequence[str | None] | pa.Array
+        if isinstance(predictions, pa.Array | pa.ChunkedArray) \
+                and isinstance(references, pa.Array | pa.ChunkedArray):
+            if tokenizer.reads_bytes and options["sentence_split"] == "newline":
+                n_refs, flat = _flatten_arrow(references)
+                texts = pa.concat_arrays([_large_strings(predictions), flat])
+                n = len(predictions)
+            else:
+                predictions = text_list(predictions)
+                references = reference_lists(references)
+        if not isinstance(predictions, pa.Array | pa.ChunkedArray):
+            n = len(predictions)
+            n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
+            texts = list(predictions) + [t for r in references for t in r]
+            if ROUGE_LSUM in codes:
+                if options["sentence_split"] == "punctuation":
+                    texts = [_SENTENCE_END.sub("\n", t) if t else t for t in texts]
+                else:
+                    one_line = sum(1 for t in texts
+                                   if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
+        batch = tokenize_batch(texts, tokenizer=tokenizer, stemmer=options["stemmer"])
+        if isinstance(texts, pa.Array) and ROUGE_LSUM in codes:
+            one_line = _count_one_line(texts, np.diff(batch.text_line_offsets))
+        if one_line:
+            warnings.warn(
+                f"{one_line} texts have several sentences but no newline: rougeLsum "
+                "splits sentences on '\\n' only, so for them it equals rougeL (put one "
+                "sentence per line, or use sentence_split='punctuation')",
+                SentenceSplitWarning, stacklevel=3)
+        truncated = None
+        max_tokens = options.get("max_tokens")
+        if max_tokens is not None:
+            batch, cut = batch.truncated_to(max_tokens)
+            example_of_text = np.concatenate([np.arange(n), np.repeat(np.arange(n), n_refs)])
+            truncated = np.zeros(n, dtype=bool)
+            truncated[example_of_text[cut]] = True
+        if batch.n_zero_token_texts:
+            hint = " (try tokenizer 'unicode')" if options["tokenizer"] != "unicode" else ""
+            warnings.warn(f"{batch.n_zero_token_texts} non-empty texts produced no tokens "
+                          f"with tokenizer {options['tokenizer']!r}{hint}", ZeroTokenWarning,
+                          stacklevel=3)
+        pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
+        pair_ref = np.arange(n, len(texts), dtype=np.int64)
+        stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
+                            pair_pred, pair_ref, codes, batch.vocab_size)
+        combined = combine_references(stats, n_refs, rule=options["multi_reference"])
+        columns = {}
+        for k, m in enumerate(metrics):
+            for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
+                columns[f"{m}_{x}"] = combined[x][:, k]
+        return FamilyScores(columns, truncated,
+                            {"zero_token_texts": batch.n_zero_token_texts,
+                             "one_line_multi_sentence_texts": one_line})
+
+
+def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    return texts if texts.type == pa.large_string() else pc.cast(texts, pa.large_string())
+
+
+def _flatten_arrow(references: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """References per example (int64, N) and the reference texts in order (large_string)."""
+    if isinstance(references, pa.ChunkedArray):
+        references = references.combine_chunks()
+    lists = references.fill_null([]) if references.null_count else references
+    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    return np.diff(offsets), _large_strings(lists.values[offsets[0]:offsets[-1]])
+
+
+# Python's \s in a str pattern (str.isspace()), spelled out for RE2, whose \s is ASCII only.
+_SPACE_CLASS = SPACE_CLASS_RE2
+_SEVERAL_SENTENCES_RE2 = f"[.!?][{_SPACE_CLASS}]+[^{_SPACE_CLASS}]"
+
+
+def _count_one_line(texts: pa.Array, lines_per_text: np.ndarray | None = None) -> int:
+    """Texts with several sentences but no newline (``_SEVERAL_SENTENCES`` on Arrow).
+
+    Args:
+        texts: N texts (an Arrow string array).
+        lines_per_text: the texts' newlines plus one, shape (N,) (a tokenized batch's
+            ``np.diff(text_line_offsets)``); when given, only one-line texts are searched.
+    """
+    if lines_per_text is not None:
+        one_line = np.flatnonzero(lines_per_text == 1)
+        if len(one_line) < len(texts):
+            texts = texts.take(pa.array(one_line))
+    several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
+                      pc.invert(pc.match_substring(texts, "\n")))
+    return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
+
+
+def combine_references(
+    stats: np.ndarray, n_refs: np.ndarray, *, rule: str
+) -> dict[str, np.ndarray]:
+    """Apply a multi-reference rule to per-pair statistics.
+
+    Args:
+        stats: int64, shape (P, K, 3): matches, prediction units, reference units per pair and
+            metric, pairs grouped by example in order.
+        n_refs: int64, shape (N,), references per example, summing to P.
+        rule: one of ``MULTI_REFERENCE_RULES``: ``max`` (rouge-score ``score_multi``: the
+            reference with the highest fmeasure, first on ties), ``best-recall`` (ROUGE-1.5.5
+            ``-f B``: the highest recall, first on ties), ``pooled`` (ROUGE-1.5.5 ``-f A``:
+            statistics summed over references, prediction units once per reference) or
+            ``mean`` (mean P, R and F over references).
+
+    Returns:
+        Arrays of shape (N, K): ``precision``, ``recall``, ``fmeasure`` (float64),
+        ``matches``, ``prediction_units``, ``reference_units`` (int64) and
+        ``reference_index`` (int32). For ``max`` and ``best-recall`` the statistics are the
+        chosen reference's; for ``pooled`` and ``mean`` they are sums over references
+        (prediction units once per reference) and ``reference_index`` is -1. Examples
+        without references score 0 with index -1.
+
+    Raises:
+        ConfigError: an unknown rule.
+
+    """
+    n = len(n_refs)
+    k = stats.shape[1]
+    has = n_refs > 0
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(n_refs[:-1], out=starts[1:])
+    idx = starts[has]
+    out_stats = np.zeros((n, k, 3), dtype=np.int64)
+    ref_index = np.full((n, k), -1, dtype=np.int32)
+    if len(stats):
+        summed = np.add.reduceat(stats, idx, axis=0)
+    precision = ratio(stats[..., 0], stats[..., 1])
+    recall = ratio(stats[..., 0], stats[..., 2])
+    if rule in ("max", "best-recall"):
+        key = fmeasure(precision, recall) if rule == "max" else recall
+        example_of_pair = np.repeat(np.arange(n), n_refs)
+        best = np.maximum.reduceat(key, idx, axis=0) if len(stats) else key[:0]
+        best_full = np.zeros((n, k))
+        best_full[has] = best
+        position = np.arange(len(stats), dtype=np.int64)[:, None]
+        candidate = np.where(key == best_full[example_of_pair], position, np.iinfo(np.int64).max)
+        chosen = np.minimum.reduceat(candidate, idx, axis=0) if len(stats) else candidate[:0]
+        out_stats[has] = stats[chosen, np.arange(k)[None, :]]
+        ref_index[has] = (chosen - idx[:, None]).astype(np.int32)
+        p = ratio(out_stats[..., 0], out_stats[..., 1])
+        r = ratio(out_stats[..., 0], out_stats[..., 2])
+        f = fmeasure(p, r)
+    elif rule == "pooled":
+        if len(stats):
+            out_stats[has] = summed
+        p = ratio(out_stats[..., 0], out_stats[..., 1])
+        r = ratio(out_stats[..., 0], out_stats[..., 2])
+        f = fmeasure(p, r)
+    elif rule == "mean":
+        if len(stats):
+            out_stats[has] = summed
+        p = np.zeros((n, k))
+        r = np.zeros((n, k))
+        f = np.zeros((n, k))
+        if len(stats):
+            denom = n_refs[has][:, None].astype(np.float64)
+            p[has] = np.add.reduceat(precision, idx, axis=0) / denom
+            r[has] = np.add.reduceat(recall, idx, axis=0) / denom
+            f[has] = np.add.reduceat(fmeasure(precision, recall), idx, axis=0) / denom
+    else:
+        raise ConfigError(f"unknown multi-reference rule {rule!r}")
+    return {
+        "precision": p, "recall": r, "fmeasure": f,
+        "matches": out_stats[..., 0], "prediction_units": out_stats[..., 1],
+        "reference_units": out_stats[..., 2], "reference_index": ref_index,
+    }
+
+
+FAMILY = Rouge()
+
+__all__ = ["FAMILY", "MULTI_REFERENCE_RULES", "NAMES", "SENTENCE_SPLITS", "Rouge",
+           "SentenceSplitWarning", "ZeroTokenWarning", "combine_references", "fmeasure", "ratio"]

@@ -1,0 +1,208 @@
+"""Compiled tokenization of byte buffers into integer ids (rouge-score's rule).
+
+Every byte is read through a class table: separators map to a space, line breaks to
+``\\n``, a NUL may end a text, and token bytes map to themselves (or lowercase), so a token
+is a maximal run of bytes whose class is above 32. Class 31 marks the lead byte of a
+character whose lowercase holds an ASCII letter (U+0130, U+212A: see
+:data:`pipeline.tokenizers.rouge_score._LOWER_TO_ASCII`); the kernel reports whether it met
+one, since
+the table alone cannot lowercase them.
+Ids are assigned in order of first occurrence through an open-addressing table that compares
+token bytes exactly (the hash only places them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_SPACE = 32
+_NUL = 0
+_NEWLINE = 10
+_LEAD = 31  # lead byte of U+0130 (C4 B0) or U+212A (E2 84 AA), a separator otherwise
+
+
+_MIX = np.uint64(0xFF51AFD7ED558CCD)
+_LONG = np.uint64(1 << 63)
+_EMPTY = -1  # id word of an empty slot (all bits set)
+
+
+@njit(cache=True, nogil=True)
+def _empty_slots(cap):
+    """A table of ``cap`` slots, each (key, id) side by side in one uint64 array."""
+    slots = np.zeros(2 * cap, dtype=np.uint64)
+    for h in range(cap):
+        slots[2 * h + 1] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    return slots
+
+
+@njit(cache=True, nogil=True)
+def _lowers_to_ascii(buf, q, end):
+    """True when the UTF-8 character at ``buf[q]`` is U+0130 or U+212A."""
+    if buf[q] == 0xC4:
+        return q + 1 < end and buf[q + 1] == 0xB0
+    return q + 2 < end and buf[q + 1] == 0x84 and buf[q + 2] == 0xAA
+
+
+@njit(cache=True, nogil=True)
+def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets, ids,
+                   line_offsets, text_line_offsets):
+    """Tokenize from ``state`` on; return 1 to ask for bigger tables, 0 when done.
+
+    ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids, 1 when a
+    character that lowercases to ASCII was met]. The tables are never reallocated in here, so
+    the loop keeps them in registers.
+
+    A token of at most 8 bytes is its own key (its bytes packed little-endian; token bytes are
+    ASCII, so the key's top bit is clear); a longer token's key is a hash with the top bit
+    set, confirmed byte by byte against the arena.
+    """
+    n_texts = text_offsets.shape[0] - 1
+    t, q, line, n_tok, n_ids = state[0], state[1], state[2], state[3], state[4]
+    cap = slots.shape[0] >> 1
+    mask = cap - 1
+    while t < n_texts:
+        end = text_offsets[t + 1]
+        if q < 0:
+            text_line_offsets[t] = line
+            line_offsets[line] = n_tok
+            line += 1
+            q = text_offsets[t]
+        while q < end:
+            c = table[buf[q]]
+            if c <= _SPACE:  # space, NUL, newline or lead byte: the only classes <= 32
+                if c == _NEWLINE:
+                    line_offsets[line] = n_tok
+                    line += 1
+                elif c == _LEAD and _lowers_to_ascii(buf, q, end):
+                    state[5] = 1
+                q += 1
+                continue
+            s = q
+            key = np.uint64(0)
+            shift = np.uint64(0)
+            while q < end:
+                c = table[buf[q]]
+                if c <= _SPACE:
+                    break
+                if shift < np.uint64(64):
+                    key |= np.uint64(c) << shift
+                    shift += np.uint64(8)
+                q += 1
+            length = q - s
+            if length > 8:
+                key = np.uint64(5381)
+                for z in range(s, q):
+                    key = (key << np.uint64(5)) + key + np.uint64(table[buf[z]])
+                key |= _LONG
+            full = key ^ (key >> np.uint64(33))
+            full *= _MIX
+            full ^= full >> np.uint64(33)
+            h = np.int64(full & np.uint64(mask))
+            while True:
+                k = np.int64(slots[2 * h + 1])
+                if k == _EMPTY:
+                    a = vocab_offsets[n_ids]
+                    if (2 * (n_ids + 1) > cap or n_ids + 2 > vocab_offsets.shape[0]
+                            or a + length > arena.shape[0]):
+                        state[0], state[1], state[2], state[3], state[4] = \
+                            t, s, line, n_tok, n_ids
+                        return 1
+                    k = n_ids
+                    for z in range(length):
+                        arena[a + z] = table[buf[s + z]]
+                    vocab_offsets[k + 1] = a + length
+                    slots[2 * h] = key
+                    slots[2 * h + 1] = np.uint64(k)
+                    n_ids += 1
+                    break
+                if slots[2 * h] == key:
+                    if length <= 8:
+                        break
+                    a = vocab_offsets[k]
+                    if vocab_offsets[k + 1] - a == length:
+                        same = True
+                        for z in range(length):
+                            if table[buf[s + z]] != arena[a + z]:
+                                same = False
+                                break
+                        if same:
+                            break
+                h = (h + 1) & mask
+            ids[n_tok] = k
+            n_tok += 1
+        t += 1
+        q = -1
+    line_offsets[line] = n_tok
+    text_line_offsets[n_texts] = line
+    state[0], state[1], state[2], state[3], state[4] = t, q, line, n_tok, n_ids
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _grow(slots, arena, vocab_offsets, n_ids):
+    old_cap = slots.shape[0] >> 1
+    cap = old_cap * 2 if 2 * (n_ids + 1) > old_cap else old_cap
+    mask = cap - 1
+    new = _empty_slots(cap)
+    for o in range(old_cap):
+        if np.int64(slots[2 * o + 1]) != _EMPTY:
+            key = slots[2 * o]
+            full = key ^ (key >> np.uint64(33))
+            full *= _MIX
+            full ^= full >> np.uint64(33)
+            h = np.int64(full & np.uint64(mask))
+            while np.int64(new[2 * h + 1]) != _EMPTY:
+                h = (h + 1) & mask
+            new[2 * h] = key
+            new[2 * h + 1] = slots[2 * o + 1]
+    new_arena = np.empty(arena.shape[0] * 2, dtype=np.uint8)
+    new_arena[:arena.shape[0]] = arena
+    new_off = np.zeros(vocab_offsets.shape[0] * 2, dtype=np.int64)
+    new_off[:vocab_offsets.shape[0]] = vocab_offsets
+    return new, new_arena, new_off
+
+
+@njit(cache=True, nogil=True)
+def tokenize_bytes(buf, text_offsets, table):
+    """Split texts into lines and tokens and give each distinct token an id.
+
+    Args:
+        buf: uint8, shape (B,), the texts concatenated (UTF-8).
+        table: uint8, shape (256,), each byte's class: 32 separator, 0 text end (NUL),
+            10 line end, anything above 32 a token byte, mapped (e.g. lowercased).
+        text_offsets: int64, shape (N + 1,), text i is
+            ``buf[text_offsets[i]:text_offsets[i+1]]``.
+
+    Returns:
+        ``(ids, line_offsets, text_line_offsets, arena, vocab_offsets, lowers_to_ascii)``:
+        int32 token ids (T,), int64 token offsets of each line (L + 1,), int64 line offsets
+        of each text (N + 1,), the distinct tokens' bytes in order of first occurrence (id k
+        is ``arena[vocab_offsets[k]:vocab_offsets[k + 1]]``), and 1 when a byte of class 31
+        began U+0130 or U+212A (the table cannot lowercase them: tokenize such texts from
+        their lowercased strings instead), else 0. A text has one line more than it has
+        newlines.
+
+    """
+    n_texts = text_offsets.shape[0] - 1
+    n_lines = n_texts
+    for q in range(buf.shape[0]):
+        if buf[q] == _NEWLINE:
+            n_lines += 1
+    # A text of L bytes holds at most (L + 1) // 2 tokens; texts need not be separated by
+    # a byte (an Arrow buffer is read as it is), hence the n_texts.
+    ids = np.empty((buf.shape[0] + n_texts) // 2 + 1, dtype=np.int32)
+    line_offsets = np.empty(n_lines + 1, dtype=np.int64)
+    text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
+    slots = _empty_slots(1 << 12)
+    arena = np.empty(1 << 14, dtype=np.uint8)
+    vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
+    state = np.zeros(6, dtype=np.int64)
+    state[1] = -1
+    while _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
+                         ids, line_offsets, text_line_offsets):
+        slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+    n_tok = state[3]
+    n_ids = state[4]
+    return (ids[:n_tok].copy(), line_offsets, text_line_offsets,
+            arena[:vocab_offsets[n_ids]].copy(), vocab_offsets[:n_ids + 1].copy(), state[5])

@@ -1,0 +1,62 @@
+"""scripts/nightly.sh: any characters in ROOT; rerunning a night resumes it (issue 12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "nightly.sh"
+OVERLAP = f"{sys.executable} -m pipeline.cli"
+
+
+def _night(root: Path, preds: Path, *, date: str, run_id: str, compare_args: str = ""
+           ) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OVERLAP": OVERLAP, "RUN_DATE": date, "RUN_ID": run_id,
+           "SCORE_ARGS": "--engine local --bootstrap 0", "COMPARE_ARGS": compare_args,
+           "PYTHONPATH": str(ROOT)}
+    return subprocess.run(["bash", str(SCRIPT), str(root), str(preds)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def predictions(tmp_path) -> Path:
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": [f"e{i}" for i in range(20)],
+                             "prediction": [f"the cat sat on mat {i}" for i in range(20)],
+                             "references": [[f"the cat sat on the mat {i}"] for i in range(20)]}),
+                   path)
+    return path
+
+
+@pytest.mark.slow
+def test_a_root_with_glob_characters_finds_its_baseline_and_a_rerun_resumes(tmp_path,
+                                                                           predictions):
+    root = tmp_path / "data" / "evals[prod] *x?"
+    first = _night(root, predictions, date="2025-01-01", run_id="n1")
+    assert first.returncode == 0, first.stderr
+    assert "nothing to compare with" in first.stderr
+    # night 2: the comparison fails (a bad option), after the score finished
+    second = _night(root, predictions, date="2025-01-02", run_id="n2",
+                    compare_args="--metric nosuch.fmeasure")
+    assert second.returncode == 2, second.stderr
+    assert f"comparing {root}/run_date=2025-01-02/run_id=n2 with {root}/run_date=2025-01-01/" \
+           "run_id=n1" in second.stderr
+    assert "to redo it, run again with RUN_DATE=2025-01-02 RUN_ID=n2" in second.stderr
+    run = root / "run_date=2025-01-02" / "run_id=n2"
+    success = (run / "_SUCCESS").stat().st_mtime_ns
+    # the rerun of night 2 reuses the score and redoes the comparison
+    again = _night(root, predictions, date="2025-01-02", run_id="n2")
+    assert again.returncode == 0, again.stderr
+    assert f"reusing the finished run {run}" in again.stderr
+    assert (run / "_SUCCESS").stat().st_mtime_ns == success
+    doc = json.loads((root / "compare" / "run_date=2025-01-02" / "run_id=n2" / "compare.json")
+                     .read_text())
+    assert doc["baseline"]["run_id"] == "n1" and doc["candidate"]["run_id"] == "n2"
