@@ -216,3 +216,17 @@ def test_shared_summeval_runs(tmp_path):
     memory, parts = both(out["base"], out["cand"], band=0.0)
     assert memory.comparison.n_paired == table.num_rows and memory.alarm
     assert_same(memory, parts)
+
+
+def test_the_jit_kernel_gives_the_same_part_sums():
+    """Large comparisons resample their parts with numba's JIT build: the same sums."""
+    from pipeline.compare.statistics import scales, scope_resamples, scope_totals
+    from pipeline.stats import position_hashes
+
+    rng = np.random.default_rng(5)
+    b, c = rng.uniform(0, 1, (3001, 3)), rng.uniform(0, 1, (3001, 3))
+    grids = scales(scope_totals(b, c))
+    got = [scope_resamples(b, c, position_hashes(3001), grids, n_bootstrap=203, n_trials=101,
+                           seed=9, jit=jit) for jit in (False, True)]
+    for field in ("boot_sums", "boot_totals", "kept", "d_total"):
+        assert np.array_equal(getattr(got[0], field), getattr(got[1], field)), field
