@@ -802,8 +802,9 @@ class PairingMerger:
         for scope, totals in part.scopes.items():
             if scope in self.scopes:
                 self.scopes[scope].merge(totals)
-            else:
-                self.scopes[scope] = totals
+            else:  # a copy: arrays from Ray's object store are read-only
+                self.scopes[scope] = ScopeTotals(totals.n, [list(p) for p in totals.partials],
+                                                 totals.max_abs.copy())
         for scope, counts in part.only.items():
             total = self.only.setdefault(scope, [0, 0])
             total[0] += counts[0]
@@ -831,8 +832,10 @@ class PairingMerger:
         for scope, res in share.items():
             if scope in self.resamples:
                 self.resamples[scope].merge(res)
-            else:
-                self.resamples[scope] = res
+            else:  # a copy: arrays from Ray's object store are read-only
+                self.resamples[scope] = ScopeResamples(
+                    res.boot_sums.copy(), res.boot_totals.copy(), res.kept.copy(),
+                    res.d_total.copy(), [list(p) for p in res.d_square])
 
     @property
     def n_paired(self) -> int:

@@ -230,3 +230,28 @@ def test_the_jit_kernel_gives_the_same_part_sums():
                            seed=9, jit=jit) for jit in (False, True)]
     for field in ("boot_sums", "boot_totals", "kept", "d_total"):
         assert np.array_equal(getattr(got[0], field), getattr(got[1], field)), field
+
+
+def test_parts_arriving_read_only_are_merged():
+    """Ray hands results over zero-copy from its object store: read-only arrays (the
+    three-node test failed so: 'output array is read-only')."""
+    from pipeline.compare.pairing import ALL_SCOPE, PairingMerger, pair_part, part_resamples
+
+    rng = np.random.default_rng(1)
+    frames = [pd.DataFrame({"id": [f"e{i}" for i in range(j, j + 50)],
+                            "rouge1_fmeasure": rng.uniform(0, 1, 50)}) for j in (0, 50)]
+    merger = PairingMerger(measures=["rouge1.fmeasure"])
+    parts = [pair_part(f, f.assign(rouge1_fmeasure=f["rouge1_fmeasure"] * 0.9),
+                       measures=["rouge1.fmeasure"]) for f in frames]
+    for pairing, _ in parts:
+        pairing.scopes[ALL_SCOPE].max_abs.setflags(write=False)
+        merger.add(pairing)
+    grids = merger.grids()
+    for pairing, arrays in parts:
+        share = part_resamples(arrays, pairing.local, grids, n_bootstrap=8, n_trials=8, seed=1)
+        for res in share.values():
+            for a in (res.boot_sums, res.boot_totals, res.kept, res.d_total):
+                a.setflags(write=False)
+        merger.add_resamples(share)
+    rows = merger.comparison(n_bootstrap=8).rows
+    assert rows["n_paired"].iloc[0] == 100 and rows["delta"].iloc[0] < 0
