@@ -2,8 +2,9 @@
 
 Library use::
 
-    from pipeline import score_texts
-    score_texts(["the cat sat"], [["the cat sat on the mat"]], stemmer="porter")
+    from pipeline import score_corpus, score_texts
+    score_texts(["the cat sat"], [["the cat sat on the mat"]], stemmer="porter")  # per example
+    score_corpus(["the cat sat"], [["the cat sat on the mat"]], metrics=["rouge1", "bleu"])
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ __version__ = "0.1.0"
 
 # Imported on first use, so that `import pipeline.<module>` (the CLI, Ray workers, the
 # build) does not pay for the scoring stack.
-_LAZY = {"score_texts": "pipeline.api", "explain": "pipeline.api", "publish": "pipeline.api",
+_LAZY = {"score_texts": "pipeline.api", "score_corpus": "pipeline.api",
+         "explain": "pipeline.api", "publish": "pipeline.api",
          "DEFAULT_METRICS": "pipeline.scoring", "METRICS": "pipeline.scoring",
          "ScoredBatch": "pipeline.scoring", "Scorer": "pipeline.scoring"}
 
@@ -28,4 +30,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "ScoredBatch", "Scorer", "__version__", "explain",
-           "publish", "score_texts"]
+           "publish", "score_corpus", "score_texts"]

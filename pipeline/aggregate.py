@@ -25,7 +25,12 @@ Output (long format, one row per scope/group, metric, measure and statistic):
 ``measure``, ``statistic`` (``mean``, ``corpus``, or ``pass_rate`` for a threshold),
 ``threshold`` (the gate for pass rates, else null), ``mean`` (the value of the statistic: the
 mean, the corpus score or the fraction of examples that passed), ``ci_low``, ``ci_high`` (null
-when ``n_bootstrap`` is 0 or no resample had an example), ``n_examples``.
+when ``n_bootstrap`` is 0 or no resample had an example), ``n_examples``; then, for each
+requested corpus metric whose spec declares a breakdown (``MetricSpec.breakdown_columns``),
+its columns ``{metric}_{part}`` (BLEU: ``bleu_precision_1`` .. ``bleu_precision_4``,
+``bleu_bp``, ``bleu_ratio``, ``bleu_sys_len``, ``bleu_ref_len``, as sacrebleu's
+``BLEUScore``), computed from the scope's exact statistic sums and filled on that metric's
+``corpus`` rows only (null elsewhere; no interval).
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class _Row:
     statistic: str
     threshold: float | None
     estimate: Estimate
+    spec: MetricSpec | None = None  # a corpus row whose spec has a breakdown
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,8 @@ def _layout(specs: Sequence[MetricSpec], thresholds: Sequence[Threshold]
             rows.append(_Row(s.name, measure, "mean", None, Estimate((col(name),))))
         if s.corpus is not None:
             rows.append(_Row(s.name, s.primary, "corpus", None,
-                             Estimate(tuple(col(c) for c in s.statistic_columns), s.corpus)))
+                             Estimate(tuple(col(c) for c in s.statistic_columns), s.corpus),
+                             s if s.breakdown is not None else None))
     for t in thresholds:
         rows.append(_Row(t.metric, t.measure, "pass_rate", t.at, Estimate((col(t.column),))))
     return columns, rows
@@ -341,22 +348,50 @@ def aggregate(table: pa.Table | Callable[[list[str]], pa.Table], *,
                     stats.evaluate(estimates, sums, totals), confidence)
             del results
 
-    return _output(
-        [(scope.kind, scope.key, scope.stop - scope.start,
-          stats.point_estimates(prepared.values[scope.start:scope.stop], estimates), ci)
-         for scope, ci in zip(scopes, intervals, strict=True)],
-        rows, group_by, prepared.group_types)
+    used = sorted({c for e in estimates for c in e.columns})
+    out = []
+    for scope, ci in zip(scopes, intervals, strict=True):
+        # stats.point_estimates, keeping the exact sums for the breakdowns
+        n = scope.stop - scope.start
+        sums = np.zeros((1, prepared.values.shape[1]))
+        sums[0, used] = stats.exact_sums(prepared.values[scope.start:scope.stop, used])
+        out.append((scope.kind, scope.key, n,
+                    stats.evaluate(estimates, sums, np.array([float(n)]))[0], ci, sums[0]))
+    return _output(out, rows, group_by, prepared.group_types)
+
+
+def _breakdowns(scopes: Sequence[tuple[Any, ...]], rows: Sequence[_Row]
+                ) -> tuple[list[pa.Field], dict[tuple[int, str], np.ndarray]]:
+    """The breakdown columns, and per (row, column) its values over the scopes in order."""
+    fields: list[pa.Field] = []
+    values: dict[tuple[int, str], np.ndarray] = {}
+    for j, r in enumerate(rows):
+        if r.spec is None or r.spec.breakdown is None:
+            continue
+        summed = np.array([sc[5][list(r.estimate.columns)] for sc in scopes])
+        parts = r.spec.breakdown(summed.reshape(len(scopes), len(r.estimate.columns)))
+        for (name, type_name), (part, _) in zip(r.spec.breakdown_fields,
+                                                r.spec.breakdown_columns, strict=True):
+            if name not in {f.name for f in fields}:
+                fields.append(pa.field(name, pa.type_for_alias(type_name)))
+            values[(j, name)] = np.asarray(parts[part])
+    return fields, values
 
 
 def _output(scopes: Sequence[tuple[str, tuple, int, np.ndarray,
-                                   tuple[np.ndarray, np.ndarray] | None]],
+                                   tuple[np.ndarray, np.ndarray] | None, np.ndarray]],
             rows: Sequence[_Row], group_by: Sequence[str],
             group_types: Sequence[pa.DataType]) -> pa.Table:
-    """The long-format table from each scope's ``(kind, key, n, values, interval)``."""
+    """The long-format table from each scope's ``(kind, key, n, values, interval, sums)``.
+
+    ``sums`` holds the exact column sums a breakdown reads (other entries unused).
+    """
+    extra, parts = _breakdowns(scopes, rows)
     out: dict[str, list] = {name: [] for name in
                             ["scope", *group_by, "metric", "measure", "statistic", "threshold",
-                             "mean", "ci_low", "ci_high", "n_examples"]}
-    for kind, key, n, means, ci in scopes:
+                             "mean", "ci_low", "ci_high", "n_examples",
+                             *(f.name for f in extra)]}
+    for s, (kind, key, n, means, ci, _) in enumerate(scopes):
         for j, r in enumerate(rows):
             out["scope"].append(kind)
             for name, v in zip(group_by, key, strict=True):
@@ -371,12 +406,16 @@ def _output(scopes: Sequence[tuple[str, tuple, int, np.ndarray,
             out["ci_low"].append(low)
             out["ci_high"].append(high)
             out["n_examples"].append(n)
+            for f in extra:
+                part = parts.get((j, f.name))
+                out[f.name].append(None if part is None else part[s].item())
     fields = [pa.field("scope", pa.string())]
     fields += [pa.field(name, t) for name, t in zip(group_by, group_types, strict=True)]
     fields += [pa.field("metric", pa.string()), pa.field("measure", pa.string()),
                pa.field("statistic", pa.string()), pa.field("threshold", pa.float64()),
                pa.field("mean", pa.float64()), pa.field("ci_low", pa.float64()),
-               pa.field("ci_high", pa.float64()), pa.field("n_examples", pa.int64())]
+               pa.field("ci_high", pa.float64()), pa.field("n_examples", pa.int64()),
+               *extra]
     schema = pa.schema(fields)
     return pa.table({f.name: pa.array(out[f.name], f.type) for f in schema}, schema=schema)
 
@@ -629,12 +668,116 @@ def aggregate_parts(uris: Sequence[str], *, metrics: Sequence[str | MetricSpec],
         sums = np.zeros((1, len(columns)))
         sums[0, used] = sc.sums()[used]
         out.append((sc.kind, sc.key, sc.n,
-                    stats.evaluate(estimates, sums, np.array([float(sc.n)]))[0], ci))
+                    stats.evaluate(estimates, sums, np.array([float(sc.n)]))[0], ci, sums[0]))
     return _output(out, rows, group_by, group_types)
 
 
-__all__ = ["RESAMPLES_PER_CHUNK", "SUMS_BLOCK_BYTES", "MapChunks", "MapParts", "Prepared",
-           "Scope", "ScopeSums", "aggregate", "aggregate_parts", "part_resamples",
-           "part_sums",
-           "bootstrap_chunk", "exact_mean", "grids_of", "resolve_specs", "scopes_of",
-           "value_columns"]
+# ---------------------------------------------------------------------------------------
+# The aggregate as a result object: what HF evaluate's compute() and sacrebleu's
+# corpus_score() return, read from the long-format table (never computed again).
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One value with its bootstrap percentile interval.
+
+    Attributes:
+        value: the mean or corpus score, in the measure's units (0-1 ROUGE, 0-100 BLEU).
+        ci_low: the interval's lower end; None without an interval.
+        ci_high: the interval's upper end; None without an interval.
+
+    """
+
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+
+    def to_dict(self) -> dict[str, float | None]:
+        """``{"value", "ci_low", "ci_high"}``."""
+        return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}
+
+
+@dataclass(frozen=True)
+class MetricAggregate:
+    """One metric's aggregate over a set of examples.
+
+    Attributes:
+        metric: the metric name, e.g. ``rouge1``, ``bleu``.
+        statistic: ``corpus`` when the headline is a corpus score from summed statistics
+            (sacrebleu's ``corpus_score``: BLEU, chrF), else ``mean`` (the mean of the
+            primary measure, as HF evaluate's ``compute()`` reports ROUGE).
+        measure: the headline's measure (the spec's primary), e.g. ``fmeasure``, ``score``.
+        score: the headline value with its interval.
+        means: per measure, the mean of the per-example values with its interval (for BLEU,
+            ``score`` is the mean of sentence BLEU, which is not corpus BLEU).
+        breakdown: the corpus score's parts by name (BLEU: ``precision_1`` ..
+            ``precision_4``, ``bp``, ``ratio``, ``sys_len``, ``ref_len``); empty when the
+            metric has none.
+        breakdown_text: the breakdown as the reference implementation prints it ("" none).
+
+    """
+
+    metric: str
+    statistic: str
+    measure: str
+    score: Interval
+    means: dict[str, Interval]
+    breakdown: dict[str, float | int]
+    breakdown_text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The aggregate as a JSON-ready dict.
+
+        Keys: ``score``, ``ci_low``, ``ci_high`` (the headline), ``statistic``, ``measure``,
+        ``means`` (per measure ``{value, ci_low, ci_high}``), then the breakdown's parts.
+        """
+        out: dict[str, Any] = {"score": self.score.value, "ci_low": self.score.ci_low,
+                               "ci_high": self.score.ci_high, "statistic": self.statistic,
+                               "measure": self.measure,
+                               "means": {m: i.to_dict() for m, i in self.means.items()}}
+        out.update(self.breakdown)
+        return out
+
+
+def metric_aggregates(table: pa.Table, metrics: Sequence[str | MetricSpec], *,
+                      options: Mapping[str, Any] | None = None) -> dict[str, MetricAggregate]:
+    """Each metric's ``all`` rows of an aggregate table, as :class:`MetricAggregate`.
+
+    Args:
+        table: the long-format table of :func:`aggregate` (``aggregate.parquet``).
+        metrics: the metric names (resolved by the registry under ``options``) or specs.
+        options: the flat scoring options.
+
+    Returns:
+        By metric name, in the order given; a metric without a headline row in the table
+        (neither a corpus row nor the mean of its primary measure) is left out.
+
+    """
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in table.filter(pc.equal(table.column("scope"), "all")).to_pylist():
+        if r["statistic"] in ("mean", "corpus"):
+            rows[(r["metric"], r["measure"], r["statistic"])] = r
+    out = {}
+    for spec in resolve_specs(metrics, options):
+        means = {m: Interval(r["mean"], r["ci_low"], r["ci_high"]) for m in spec.measures
+                 if (r := rows.get((spec.name, m, "mean"))) is not None}
+        corpus = rows.get((spec.name, spec.primary, "corpus")) if spec.corpus else None
+        if corpus is None and spec.primary not in means:
+            continue  # a table without this metric's rows
+        parts: dict[str, float | int] = {}
+        if corpus is not None:
+            parts = {part: corpus[name] for (part, _), (name, _) in
+                     zip(spec.breakdown_columns, spec.breakdown_fields, strict=True)
+                     if corpus.get(name) is not None}
+        text = spec.breakdown_text(parts) if parts and spec.breakdown_text else ""
+        head = (Interval(corpus["mean"], corpus["ci_low"], corpus["ci_high"])
+                if corpus is not None else means[spec.primary])
+        out[spec.name] = MetricAggregate(spec.name, "corpus" if corpus else "mean",
+                                         spec.primary, head, means, parts, text)
+    return out
+
+
+__all__ = ["RESAMPLES_PER_CHUNK", "SUMS_BLOCK_BYTES", "Interval", "MapChunks", "MapParts",
+           "MetricAggregate", "Prepared", "Scope", "ScopeSums", "aggregate", "aggregate_parts",
+           "bootstrap_chunk", "exact_mean", "grids_of", "metric_aggregates", "part_resamples",
+           "part_sums", "resolve_specs", "scopes_of", "value_columns"]

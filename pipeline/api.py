@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pipeline.config import ScoreConfig
+from pipeline.aggregate import MetricAggregate
+from pipeline.config import DEFAULT_SEED, ScoreConfig, ScoringSettings
 from pipeline.errors import ConfigError, ExecutionError, PipelineError
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
@@ -63,6 +64,125 @@ def score_texts(
     if scored.truncated is not None:
         frame["truncated"] = scored.truncated
     return frame
+
+
+@dataclass(frozen=True)
+class CorpusScores(Mapping[str, MetricAggregate]):
+    """The result of :func:`score_corpus`: per metric its aggregate, by name.
+
+    A mapping ``metric -> MetricAggregate`` (``result["bleu"].score.value`` is corpus BLEU,
+    ``result["rouge1"].score.value`` the mean ROUGE-1 F-measure), as HF evaluate's
+    ``compute()`` returns a dict by metric and sacrebleu's ``corpus_score`` a score object.
+
+    Attributes:
+        metrics: by metric name, in the order asked (see
+            :class:`pipeline.aggregate.MetricAggregate`).
+        table: the long-format aggregate table, as ``overlap score`` writes
+            ``aggregate.parquet`` (one ``all`` row per metric, measure and statistic).
+        signature: the signature string (settings, references per example, bootstrap).
+        n_examples: examples scored.
+
+    """
+
+    metrics: dict[str, MetricAggregate]
+    table: pa.Table
+    signature: str
+    n_examples: int
+
+    def __getitem__(self, metric: str) -> MetricAggregate:
+        """The aggregate of ``metric``."""
+        return self.metrics[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        """The metric names, in order."""
+        return iter(self.metrics)
+
+    def __len__(self) -> int:
+        """The number of metrics."""
+        return len(self.metrics)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``signature``, ``n_examples`` and per metric its ``to_dict()``."""
+        return {"signature": self.signature, "n_examples": self.n_examples,
+                **{m: a.to_dict() for m, a in self.metrics.items()}}
+
+
+def score_corpus(
+    predictions: Sequence[str | None],
+    references: Sequence[str | Sequence[str]],
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    ids: Sequence[str | int] | None = None,
+    max_tokens: int | None = None,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
+    **options: Any,
+) -> CorpusScores:
+    """Score predictions in memory and aggregate them: per metric one score with its interval.
+
+    What HF evaluate's ``compute()`` and sacrebleu's ``corpus_score`` return: for ROUGE,
+    token F1 and the other mean metrics, the mean of each measure; for BLEU and chrF the
+    corpus score from statistics summed over the examples (corpus BLEU is not the mean of
+    sentence BLEU; that mean is in ``means``), with BLEU's breakdown (n-gram precisions,
+    brevity penalty, length ratio, lengths) as sacrebleu's ``BLEUScore`` has it. Every
+    value has a Poisson-bootstrap percentile interval. The per-example scores are
+    :func:`score_texts`'s and the aggregate is computed by :func:`pipeline.aggregate.aggregate`,
+    the code ``overlap score`` runs: with the same ``ids``, seed and settings the table is
+    the run's ``aggregate.parquet``, value for value.
+
+    Args:
+        predictions: N prediction texts, N >= 1.
+        references: N items, each one reference text or a list of reference texts.
+        metrics: metric names (see :func:`score_texts`).
+        ids: N example ids (strings or integers), which key each example's bootstrap
+            weights as a run's id column does; None: the position 0..N-1 keys them.
+        max_tokens: cut texts longer than this many tokens (None: no limit).
+        n_bootstrap: bootstrap resamples, >= 0 (0: no interval).
+        confidence: interval level, in (0, 1).
+        seed: the bootstrap's seed, >= 0.
+        options: family options by their config-file key (see :func:`score_texts`).
+
+    Returns:
+        A :class:`CorpusScores` mapping each metric to its aggregate.
+
+    Raises:
+        ConfigError: unknown metric, option or value; ``n_bootstrap``, ``confidence`` or
+            ``seed`` out of range.
+        InputError: no prediction, or ``ids`` of another length than ``predictions``, or
+            null ids.
+        ValueError: predictions and references differ in length.
+        TypeError: a bare string as ``predictions`` or ``ids``.
+
+    """
+    from pipeline.aggregate import aggregate, metric_aggregates
+    from pipeline.errors import InputError
+
+    if isinstance(ids, str):
+        raise TypeError("ids must be a list of ids, not a str")
+    if isinstance(predictions, str):
+        raise TypeError("predictions must be a list of texts, not a str")
+    settings = ScoreConfig(scoring=ScoringSettings.from_values(metrics=tuple(metrics),
+                                                               max_tokens=max_tokens,
+                                                               **options),
+                           bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    refs = [[r] if isinstance(r, str) else list(r) for r in references]
+    table = Scorer(settings.scoring).score_batch(list(predictions), refs).table
+    id_column = None
+    if ids is not None:
+        if len(ids) != table.num_rows:
+            raise InputError(f"ids: {len(ids)} ids for {table.num_rows} predictions")
+        id_column = "__id__"
+        table = table.append_column(id_column, pa.array(list(ids)))
+        if table.column(id_column).null_count:
+            raise InputError(f"ids: {table.column(id_column).null_count} null ids")
+    counts = set(table.column("n_references").to_pylist())
+    n_references: int | str = counts.pop() if len(counts) == 1 else "var"
+    specs = settings.scoring.specs()
+    agg = aggregate(table, metrics=specs, n_bootstrap=n_bootstrap, confidence=confidence,
+                    seed=seed, id_column=id_column)
+    return CorpusScores(metric_aggregates(agg, specs), agg,
+                        str(settings.signature(n_references=n_references)), table.num_rows)
 
 
 @dataclass(frozen=True)
@@ -266,7 +386,8 @@ def compare(
 
     Raises:
         ConfigError: bad settings.
-        InputError: incomplete or unreadable runs or history; the output cannot be written.
+        InputError: incomplete or unreadable runs or history.
+        ExecutionError: the output cannot be written.
         SignatureMismatchError: runs scored differently for a compared measure.
         ExecutionError: the engine failed (Ray could not start, a lost worker).
 
@@ -544,34 +665,27 @@ def explain(
     run_dir: str | None = None,
     example_id: Any = None,
     metrics: Sequence[str] | None = None,
-    tokenizer: str | None = None,
-    stemmer: str | None = None,
-    case_sensitive: bool | None = None,
-    multi_reference: str | None = None,
-    sentence_split: str | None = None,
-    max_tokens: int | None = None,
+    **options: Any,
 ) -> Any:
     """Explain one example's scores: per metric the matched units and the winning reference.
 
     Either texts (``prediction`` and ``references``) with scoring settings (defaults as
     :class:`pipeline.Scorer`), or a run's example (``run_dir`` and ``example_id``): its
     texts (prediction from the run when kept with ``--keep-text``, else from the run's
-    inputs; references from the inputs) with the run's settings, which given settings
-    override. See :func:`pipeline.explanation.explain` for what is explained.
+    inputs; references from the inputs) with the run's metrics and settings (its manifest's
+    ``config``), which given ones override. Every family explains its own metrics (see
+    :func:`pipeline.explanation.explain`).
 
     Args:
         prediction: the prediction text.
         references: one or more reference texts.
         run_dir: a complete ``overlap score`` output.
         example_id: the example's id in the run.
-        metrics: ROUGE metrics to explain (default: the run's ROUGE metrics, else rouge1,
-            rouge2, rougeL, rougeLsum).
-        tokenizer: as :class:`pipeline.Scorer`.
-        stemmer: as :class:`pipeline.Scorer`.
-        case_sensitive: as :class:`pipeline.Scorer`.
-        multi_reference: as :class:`pipeline.Scorer`.
-        sentence_split: as :class:`pipeline.Scorer`.
-        max_tokens: as :class:`pipeline.Scorer`.
+        metrics: metrics to explain (default: the run's, else the ``rouge155`` flags', else
+            :data:`pipeline.scoring.DEFAULT_METRICS`).
+        options: scoring settings by their config-file key, as :func:`score_texts` takes
+            them (``stemmer="porter"``, ``bleu_tokenize="intl"``, ``rouge155="-n 2 -m"``,
+            ``max_tokens``...); None values are ignored.
 
     Returns:
         A :class:`pipeline.explanation.Explanation` (``.to_document()`` is the JSON form).
@@ -584,11 +698,11 @@ def explain(
     """
     from pipeline.explanation import explain as explain_texts
     from pipeline.explanation import run_settings
+    from pipeline.metrics import registry
 
-    given = {"metrics": metrics, "tokenizer": tokenizer, "stemmer": stemmer,
-             "case_sensitive": case_sensitive, "multi_reference": multi_reference,
-             "sentence_split": sentence_split, "max_tokens": max_tokens}
-    settings: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    if metrics is not None:
+        settings["metrics"] = tuple(metrics)
     if run_dir is None:
         if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "
@@ -612,7 +726,11 @@ def explain(
     if text is None:
         raise InputError(f"{run_dir}: the prediction of {run.id_column} {example_id!r} cannot "
                          "be read (the run did not keep texts and its inputs changed)")
-    return explain_texts(text, refs, **{**run_settings(run.config), **settings})
+    merged = {**run_settings(run.config), **settings}
+    if metrics is None and any(p.key in settings for p in registry.presets()):
+        # a preset given (e.g. ROUGE-1.5.5's flags) sets the metrics
+        merged.pop("metrics", None)
+    return explain_texts(text, refs, **merged)
 
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,

@@ -10,10 +10,20 @@ import click
 
 from pipeline.cli import main
 from pipeline.cli.compare import safe
-from pipeline.cli.score import _Choice, one_line
+from pipeline.cli.score import _family_option, one_line
 from pipeline.errors import PipelineError
-from pipeline.metrics.rouge.family import MULTI_REFERENCE_RULES, SENTENCE_SPLITS
-from pipeline.tokenizers.rouge_score import STEMMERS, TOKENIZERS
+
+
+def _family_options(fn: Any) -> Any:
+    """Every family preset and option flag (from the registry), as ``overlap score`` has them."""
+    from pipeline.metrics import registry
+
+    for option in reversed(registry.options()):
+        fn = _family_option(option)(fn)
+    for preset in reversed(registry.presets()):
+        fn = click.option(preset.flag, preset.key, metavar="TEXT", default=None,
+                          help=preset.help)(fn)
+    return fn
 
 
 @main.command("explain", epilog="""\b
@@ -29,37 +39,28 @@ Details: docs/explain.md.""")
 @click.option("--prediction", metavar="TEXT", default=None, help="The prediction text.")
 @click.option("--reference", "references", metavar="TEXT", multiple=True,
               help="A reference text (repeatable).")
-@click.option("--metrics", default=None,
-              help="Comma-separated ROUGE metrics.  [default: the run's, else "
+@click.option("--metrics", metavar="NAME[,NAME]", default=None,
+              help="Comma-separated metrics of any family.  [default: the run's, else "
                    "rouge1,rouge2,rougeL,rougeLsum]")
-@click.option("--tokenizer", type=_Choice(TOKENIZERS), default=None,
-              help="Tokenizer.  [default: the run's, else rouge-score]")
-@click.option("--stemmer", type=_Choice(STEMMERS), default=None,
-              help="Stemmer.  [default: the run's, else none]")
-@click.option("--case-sensitive/--no-case-sensitive", default=None,
-              help="Keep case.  [default: the run's, else no]")
-@click.option("--multi-reference", type=_Choice(MULTI_REFERENCE_RULES), default=None,
-              help="How several references combine.  [default: the run's, else max]")
-@click.option("--sentence-split", type=_Choice(SENTENCE_SPLITS), default=None,
-              help="How rougeLsum finds sentences.  [default: the run's, else newline]")
+@_family_options
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
-              help="Cut texts to N tokens.  [default: the run's, else no limit]")
+              help="Cut texts to N tokens (ROUGE).  [default: the run's, else no limit]")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]),
               default="text", show_default=True, help="What to print on stdout.")
 @click.pass_context
 def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | None,
                     prediction: str | None, references: tuple[str, ...], metrics: str | None,
-                    tokenizer: str | None, stemmer: str | None, case_sensitive: bool | None,
-                    multi_reference: str | None, sentence_split: str | None,
-                    max_tokens: int | None, output_format: str) -> None:
-    """Show why one example scored what it did.
+                    output_format: str, **options: Any) -> None:
+    """Show why one example scored what it did, for every metric family.
 
     Either --prediction TEXT --reference TEXT [--reference TEXT ...], or RUN_DIR --id ID
-    (texts from the run when kept with --keep-text, else from its inputs; the run's
-    settings unless overridden). Prints per metric the matched units: clipped n-gram
-    matches (rougeN), the LCS alignment as (prediction, reference) token positions
-    (rougeL), the union-LCS hits per reference sentence (rougeLsum), and which reference
-    won under the multi-reference rule.
+    (texts from the run when kept with --keep-text, else from its inputs; the run's metrics
+    and settings unless overridden; the settings flags are overlap score's). Prints per
+    metric its scores and statistics as the run's columns hold them, which reference won,
+    and per reference the matched units: clipped n-grams (rougeN, BLEU per order with the
+    brevity penalty, chrF/chrF++ character and word n-grams per order), the LCS alignment
+    (rougeL), union-LCS hits per sentence (rougeLsum, rougeWsum), skip bigrams (rougeS,
+    rougeSU), the shared tokens (token_f1, exact_match).
 
     Exit codes: 0 ok, 2 bad usage or input.
     """
@@ -71,9 +72,7 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
             prediction, list(references) if references or run_dir is None else None,
             run_dir=run_dir, example_id=example_id,
             metrics=[m.strip() for m in metrics.split(",") if m.strip()] if metrics else None,
-            tokenizer=tokenizer, stemmer=stemmer, case_sensitive=case_sensitive,
-            multi_reference=multi_reference, sentence_split=sentence_split,
-            max_tokens=max_tokens)
+            **options)
     except PipelineError as err:
         click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)

@@ -127,6 +127,7 @@ def make_plan(predictions: str, references: str | None, config: ScoreConfig) -> 
     for metric in config.scoring.specs():
         written.update((*metric.measure_columns, *metric.statistic_columns,
                         f"{metric.name}_reference_index"))
+        written.update(name for name, _ in metric.breakdown_fields)  # aggregate.parquet's
     spec = resolve_inputs(config, pred_files, ref_files if references is not None else None,
                           written_columns=written)
     pred_rows = sum(f.num_rows for f in pred_files)

@@ -27,7 +27,7 @@ import pyarrow.fs as pafs
 
 from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
-from pipeline.engine.faults import faults_from_env
+from pipeline.engine.faults import Faults, faults_from_env
 from pipeline.engine.plan import Plan
 from pipeline.engine.resume import completion_name, read_checks, read_completions, write_checks
 from pipeline.engine.tasks import (
@@ -157,39 +157,18 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
         ExecutionError: the engine failed.
 
     """
-    spec = plan.spec
     n = plan.n_partitions
     t0 = time.perf_counter()
     faults = faults_from_env()
     done = read_completions(output, plan, PartitionResult)
     checks_saved = read_checks(output, PartitionCheck, n)
-    checked_before = checks_saved is not None
     todo = [b for b in range(n) if b not in done]
     exchange = Exchange(output.staging.uri, n, len(plan.prediction_units),
                         len(plan.reference_units))
-
-    units_run = 0
-    if not checked_before or todo:
-        present = _present(output)
-        missing = [u for u in (*plan.prediction_units, *plan.reference_units)
-                   if exchange_name(u.side, u.index) not in present]
-        _collect(runner, [runner.submit(exchange_unit, spec, u, exchange) for u in missing],
-                 "split", None)
-        units_run = len(missing)
+    units_run = (_split(plan, runner, output, exchange)
+                 if checks_saved is None or todo else 0)
     t_split = time.perf_counter()
-
-    if checks_saved is None:
-        checks: list[PartitionCheck] = _collect(
-            runner, [runner.submit(check_partition, spec, b, exchange) for b in range(n)],
-            "check", progress)
-        problems = Problems()
-        for c in checks:
-            problems.merge(c.problems)
-        err = problems.error()
-        if err is not None:
-            raise err
-    else:
-        checks = checks_saved
+    checks = _check(plan, runner, exchange, progress) if checks_saved is None else checks_saved
     skipped = Problems()
     for c in checks:
         skipped.merge(c.skipped)
@@ -197,29 +176,15 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     if not with_examples:
         why = skipped.error()
         raise InputError("no example left to score" + (f": {why.message}" if why else ""))
-    if not checked_before:
+    if checks_saved is None:
         write_checks(output, checks)
     lo = min(c.min_references for c in with_examples)
     hi = max(c.max_references for c in with_examples)
     n_refs: int | str = lo if lo == hi else "var"
     signature = config.signature(n_references=n_refs)
     t1 = time.perf_counter()
-
-    settings = scoring_settings(config)
-    examples = output.staged(EXAMPLES_DIR)
-    tasks = [PartitionTask(
-        index=b, part_uri=examples.child(plan.part_name(b)).uri,
-        marker_uri=output.control(completion_name(plan.part_name(b))).uri, run_id=run_id,
-        signature=str(signature), exchange=exchange, faults=faults,
-        group_by=tuple(config.group_by)) for b in todo]
-
-    def score_progress(stage: str, k: int, _: int) -> None:
-        if progress is not None:
-            progress(stage, n - len(todo) + k, n)
-
-    scored: list[PartitionResult] = _collect(
-        runner, [runner.submit(score_partition, spec, settings, t) for t in tasks], "score",
-        score_progress)
+    scored = _score(plan, config, runner, output, exchange, todo, run_id=run_id,
+                    signature=str(signature), faults=faults, progress=progress)
     done.update((p.index, p) for p in scored)
     parts = [done[b] for b in range(n)]
     too_long = Problems()
@@ -230,18 +195,69 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
         raise InputError(f"{err.message} ({config.max_tokens} tokens)", hint=err.hint)
     _drop_exchange(output)  # every partition is written: a rerun needs none of it
     t2 = time.perf_counter()
+    checked_before = checks_saved is not None
+    n_units = len(plan.prediction_units) + len(plan.reference_units)
     return Execution(
         signature=signature, n_references=n_refs, checks=checks, parts=parts,
         seconds={"read_check": t1 - t0, "split": t_split - t0, "score": t2 - t1},
         task_seconds={"check": 0.0 if checked_before else sum(c.seconds for c in checks),
                       "score": sum(p.seconds for p in scored)},
-        stages={"split": {"units_run": units_run,
-                          "units_reused": (len(plan.prediction_units)
-                                           + len(plan.reference_units) - units_run)},
+        stages={"split": {"units_run": units_run, "units_reused": n_units - units_run},
                 "check": {"partitions_run": 0 if checked_before else n,
                           "partitions_reused": n if checked_before else 0},
                 "score": {"partitions_run": len(todo), "partitions_reused": n - len(todo)}},
         skipped=skipped)
+
+
+def _split(plan: Plan, runner: Runner, output: OutputDir, exchange: Exchange) -> int:
+    """Split stage: each unit without its exchange file writes it; returns units run."""
+    present = _present(output)
+    missing = [u for u in (*plan.prediction_units, *plan.reference_units)
+               if exchange_name(u.side, u.index) not in present]
+    _collect(runner, [runner.submit(exchange_unit, plan.spec, u, exchange) for u in missing],
+             "split", None)
+    return len(missing)
+
+
+def _check(plan: Plan, runner: Runner, exchange: Exchange,
+           progress: Progress | None) -> list[PartitionCheck]:
+    """Check stage: every partition's ids and reference counts; problems stop the run.
+
+    Raises:
+        InputError: the problems of every partition, counted in all (5 ids each at most).
+
+    """
+    checks: list[PartitionCheck] = _collect(
+        runner, [runner.submit(check_partition, plan.spec, b, exchange)
+                 for b in range(plan.n_partitions)], "check", progress)
+    problems = Problems()
+    for c in checks:
+        problems.merge(c.problems)
+    err = problems.error()
+    if err is not None:
+        raise err
+    return checks
+
+
+def _score(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
+           exchange: Exchange, todo: list[int], *, run_id: str, signature: str,
+           faults: Faults | None, progress: Progress | None) -> list[PartitionResult]:
+    """Score stage: the partitions in ``todo`` scored and written, in ``todo`` order."""
+    examples = output.staged(EXAMPLES_DIR)
+    tasks = [PartitionTask(
+        index=b, part_uri=examples.child(plan.part_name(b)).uri,
+        marker_uri=output.control(completion_name(plan.part_name(b))).uri, run_id=run_id,
+        signature=signature, exchange=exchange, faults=faults,
+        group_by=tuple(config.group_by)) for b in todo]
+    n, already = plan.n_partitions, plan.n_partitions - len(todo)
+
+    def score_progress(stage: str, k: int, _: int) -> None:
+        if progress is not None:
+            progress(stage, already + k, n)
+
+    settings = scoring_settings(config)
+    return _collect(runner, [runner.submit(score_partition, plan.spec, settings, t)
+                             for t in tasks], "score", score_progress)
 
 
 def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location], *,

@@ -2,14 +2,31 @@
 
 Footers are read once on the driver (in a small thread pool: it is I/O), which names any
 unreadable file before work starts and gives row counts without reading data.
+
+Input formats, by the file name's extension (:func:`input_format`): Parquet (any name but
+the ones below), CSV (``.csv``) and JSON Lines (``.jsonl``, ``.ndjson``, ``.json``: one
+object per line, as HF datasets' ``to_json`` writes), the two text formats read with
+pyarrow's own readers (``pyarrow.csv``, ``pyarrow.json``). A text file has no footer: it is
+read whole where a footer would be, and is one "row group" (one task reads all of it; for
+inputs larger than memory, use Parquet). Columns and checks are those of Parquet
+(:mod:`pipeline.io.schema`), with two rules of the formats:
+
+- CSV has no types: every CSV column is read as text (a header row names the columns;
+  quoted values may hold newlines). Ids are then strings ("007" stays "007"), group columns
+  group as text. A list of references is a JSON array of strings in one cell
+  (``"[""the cat sat"", ""a cat sat""]"``), see :func:`pipeline.io.schema.resolve_inputs`.
+- JSON Lines has JSON's types: numbers, strings, and real lists (``"references": ["a",
+  "b"]``); an id column of numbers is an integer id.
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -17,6 +34,113 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
 from pipeline.io.files import Location, locate
+
+# file name extension -> format (anything else is Parquet)
+TEXT_FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
+# pyarrow's JSON reader needs each line within one block (its default is 1 MiB)
+JSON_BLOCK_BYTES = 64 << 20
+CONVERT_HINT = ("rename a CSV or JSON Lines file so, or convert it, e.g. "
+                "pandas.read_csv(PATH).to_parquet('preds.parquet')")
+JSON_HINT = ('JSON Lines holds one object per line, e.g. {"id": "a", "prediction": "...", '
+             '"references": ["..."]}')
+
+
+def input_format(path: str) -> str:
+    """The format of an input file by its name: ``parquet``, ``csv`` or ``json`` (Lines).
+
+    Args:
+        path: the file's path or URI.
+
+    Returns:
+        ``csv`` for ``*.csv``, ``json`` for ``*.jsonl``, ``*.ndjson`` and ``*.json`` (case
+        ignored), else ``parquet``.
+
+    """
+    return TEXT_FORMATS.get(posixpath.splitext(path)[1].lower(), "parquet")
+
+
+def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = None
+                   ) -> pa.Table:
+    """Read a whole CSV or JSON Lines file with pyarrow's readers (see the module notes).
+
+    Args:
+        loc: the file (``*.csv``, ``*.jsonl``, ``*.ndjson`` or ``*.json``).
+        what: the input's name for errors (``predictions`` or ``references``).
+        columns: the columns to return (all when None), in this order.
+
+    Returns:
+        The table: CSV columns all ``string``; JSON columns with the types pyarrow infers.
+
+    Raises:
+        InputError: the file cannot be opened or parsed (names the file and, from pyarrow,
+            the row or column), or lacks one of ``columns``.
+
+    """
+    import pyarrow.csv as pacsv
+    import pyarrow.json as pajson
+
+    kind = input_format(loc.path)
+    try:
+        if kind == "csv":
+            parse = pacsv.ParseOptions(newlines_in_values=True)
+            with loc.fs.open_input_stream(loc.path) as fh:
+                names = pacsv.open_csv(fh, parse_options=parse).schema.names
+            missing = [c for c in columns or () if c not in names]
+            if missing:
+                raise InputError(f"{what}: {loc.uri} has no column {missing[0]!r}; its "
+                                 f"columns: {', '.join(names)}")
+            convert = pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names}, strings_can_be_null=False,
+                include_columns=list(columns) if columns is not None else None)
+            with loc.fs.open_input_stream(loc.path) as fh:
+                table = pacsv.read_csv(fh, parse_options=parse, convert_options=convert)
+        else:
+            with loc.fs.open_input_stream(loc.path) as fh:
+                table = pajson.read_json(
+                    fh, read_options=pajson.ReadOptions(block_size=JSON_BLOCK_BYTES))
+    except (OSError, pa.ArrowException) as e:
+        name = "CSV" if kind == "csv" else "JSON Lines"
+        raise InputError(f"{what}: {loc.uri} is not a readable {name} file "
+                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})",
+                         hint=None if kind == "csv" else JSON_HINT) from None
+    if columns is None:
+        return table
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise InputError(f"{what}: {loc.uri} has no column {missing[0]!r}; its columns: "
+                         f"{', '.join(table.column_names)}")
+    return table.select(list(columns))
+
+
+def input_dataset(fs: pafs.FileSystem, paths: Sequence[str], *, what: str) -> Any:
+    """A ``pyarrow.dataset`` over input files of any format, to look some rows up.
+
+    Parquet files are a Parquet dataset (read lazily, filters pushed down); when any file
+    is CSV or JSON Lines (:func:`input_format`), every file is read whole into one
+    in-memory dataset (CSV columns as text, as a run reads them).
+
+    Args:
+        fs: the files' filesystem.
+        paths: the files' paths on ``fs``, at least one.
+        what: the input's name for errors.
+
+    Raises:
+        InputError: a CSV or JSON Lines file that cannot be read.
+
+    """
+    import pyarrow.dataset as pads
+
+    if all(input_format(p) == "parquet" for p in paths):
+        return pads.dataset(list(paths) if len(paths) > 1 else paths[0], format="parquet",
+                            filesystem=fs)
+    tables = []
+    for p in paths:
+        if input_format(p) == "parquet":
+            with fs.open_input_file(p) as fh:
+                tables.append(pq.read_table(fh))
+        else:
+            tables.append(read_text_file(Location(fs, p, p), what=what))
+    return pads.dataset(pa.concat_tables(tables, promote_options="permissive"))
 
 
 @dataclass(frozen=True)
@@ -49,10 +173,23 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
         loc: the file.
         what: the input's name for errors (``predictions`` or ``references``).
 
+    A CSV or JSON Lines file (:func:`input_format`) is read whole: its schema, its rows,
+    and one row group holding them all.
+
     Raises:
-        InputError: the file cannot be opened or is not Parquet (names the file).
+        InputError: the file cannot be opened or is not Parquet, CSV or JSON Lines as its
+            name says (names the file; for another format the hint names the conversion).
 
     """
+    if input_format(loc.path) != "parquet":
+        table = read_text_file(loc, what=what)
+        try:
+            info = loc.fs.get_file_info(loc.path)
+        except OSError as e:
+            raise InputError(f"{what}: cannot access {loc.uri}: {e}") from None
+        rows = (table.num_rows,) if table.num_rows else ()
+        return InputFile(loc.uri, int(info.size or 0), table.num_rows, rows, table.schema,
+                         info.mtime_ns)
     try:
         info = loc.fs.get_file_info(loc.path)
         with loc.fs.open_input_file(loc.path) as fh:
@@ -60,6 +197,9 @@ def read_footer(loc: Location, *, what: str) -> InputFile:
             meta = pf.metadata
             schema = pf.schema_arrow
     except (OSError, pa.ArrowException) as e:
+        if "magic bytes" in str(e) and not loc.path.lower().endswith((".parquet", ".parq")):
+            raise InputError(f"{what}: {loc.uri} is neither Parquet nor named *.csv, *.jsonl "
+                             "or *.ndjson", hint=CONVERT_HINT) from None
         raise InputError(f"{what}: {loc.uri} is not a readable Parquet file ({e})") from None
     rows = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
     return InputFile(loc.uri, int(info.size or 0), int(meta.num_rows), rows, schema,
@@ -145,6 +285,10 @@ def read_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str],
 
     """
     loc = locate(uri)
+    if input_format(loc.path) != "parquet":
+        table = read_text_file(loc, what=what, columns=columns)
+        check_unchanged(loc, size_bytes=size_bytes, mtime_ns=mtime_ns, what=what)
+        return table if list(row_groups) == [0] else table.slice(0, 0)
     try:
         with loc.fs.open_input_file(loc.path) as fh:
             table = pq.ParquetFile(fh).read_row_groups(list(row_groups),
@@ -181,6 +325,12 @@ def iter_row_groups(uri: str, row_groups: Sequence[int], columns: Sequence[str],
 
     """
     loc = locate(uri)
+    if input_format(loc.path) != "parquet":
+        table = read_row_groups(uri, row_groups, columns, what=what)
+        for start in range(0, table.num_rows, slice_rows):
+            yield table.slice(start, slice_rows)
+        check_unchanged(loc, size_bytes=size_bytes, mtime_ns=mtime_ns, what=what)
+        return
     try:
         with loc.fs.open_input_file(loc.path) as fh:
             for batch in pq.ParquetFile(fh).iter_batches(

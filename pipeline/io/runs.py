@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,8 +40,9 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError
+from pipeline.errors import ExecutionError, InputError
 from pipeline.io.manifest import check_manifest, input_files, read_manifest
+from pipeline.io.read import input_dataset
 from pipeline.io.schema import RUN_ID_KEY
 from pipeline.signature import Signature, score_differences
 
@@ -414,8 +414,7 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
                 return [None] * len(keys), (f"no prediction texts: the run did not keep them "
                                             f"and its input {path} {now} (changed since the "
                                             f"run; score with --keep-text)")
-        dataset = pads.dataset(inner if len(inner) > 1 else inner[0], format="parquet",
-                               filesystem=fs)
+        dataset = input_dataset(fs, inner, what="predictions")
         texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
                             key_columns=key_columns, keys=keys)
     except Exception as err:  # noqa: BLE001 - texts are a convenience; say why and go on
@@ -426,19 +425,13 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
     return texts, note
 
 
-def _write_atomic(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    with fs.open_output_stream(tmp) as fh:
-        fh.write(data)
-    fs.move(tmp, path)
-
-
 def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
                      ) -> tuple[str, str]:
     """Write ``compare.parquet`` and ``compare.json`` into a directory (created if needed).
 
-    Each file is written under a temporary name and renamed into place, so a reader never
-    sees a half-written file; existing files of the same names are replaced.
+    Each file is written under a temporary name and renamed into place
+    (:func:`pipeline.io.write.write_bytes`), so a reader never sees a half-written file;
+    existing files of the same names are replaced.
 
     Args:
         output_dir: the directory (local path or URI).
@@ -449,22 +442,25 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
         The paths of the two files.
 
     Raises:
-        InputError: the directory cannot be created or written.
+        ExecutionError: the storage refused to create the directory or a write (as for
+            every file the package writes).
 
     """
-    fs, root = filesystem(output_dir)
-    parquet_path = posixpath.join(root, COMPARE_PARQUET)
-    json_path = posixpath.join(root, COMPARE_JSON)
+    from pipeline.io.files import locate
+    from pipeline.io.write import write_bytes, write_text
+
+    root = locate(output_dir)
     try:
-        fs.create_dir(root, recursive=True)
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        _write_atomic(fs, parquet_path, sink.getvalue().to_pybytes())
-        text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-        _write_atomic(fs, json_path, text.encode("utf-8"))
+        root.fs.create_dir(root.path, recursive=True)
     except OSError as err:
-        raise InputError(f"cannot write the comparison to {output_dir}: {err}") from err
-    return parquet_path, json_path
+        raise ExecutionError(f"cannot write the comparison to {output_dir}: {err}") from None
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    parquet, json_file = root.child(COMPARE_PARQUET), root.child(COMPARE_JSON)
+    write_bytes(sink.getvalue().to_pybytes(), parquet)
+    write_text(json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n",
+               json_file)
+    return parquet.path, json_file.path
 
 
 __all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem",

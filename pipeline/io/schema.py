@@ -8,6 +8,13 @@ Reference layouts (``InputSpec.layout``):
 | ``list`` | a separate table keyed by id, one list<string> per id |
 | ``rows`` | a separate table keyed by id, one row per reference (a string column) |
 
+In a CSV file (every column text, see :mod:`pipeline.io.read`), a list of references is a
+JSON array of strings in one cell, ``["the cat sat", "a cat sat"]`` (CSV quoting doubles
+the quotes: ``"[""the cat sat"", ""a cat sat""]"``): the references column of a predictions
+CSV (``inline``), and a column named ``references`` in a references CSV (``list``); an empty
+cell is no reference. Any other references column of a references CSV holds one reference
+per row (``rows``: repeat the id for several). JSON Lines files have real lists.
+
 Text is read as ``large_string`` (64-bit offsets: a partition may exceed 2 GiB of text),
 ids as ``large_string`` or ``int64``. Encoded columns (dictionary, as pandas writes a
 ``Categorical``; ``string_view`` and the other views) are taken as their plain type
@@ -16,6 +23,7 @@ ids as ``large_string`` or ``int64``. Encoded columns (dictionary, as pandas wri
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import ConfigError, InputError, did_you_mean
-from pipeline.io.read import InputFile
+from pipeline.io.read import InputFile, input_format
 
 LAYOUTS = ("inline", "list", "rows")
 SIGNATURE_KEY = b"overlap.signature"
@@ -80,6 +88,8 @@ class InputSpec:
         keep_text: copy the prediction text to the examples.
         on_missing: ``error``, ``skip`` or ``zero`` (see :class:`pipeline.config.ScoreConfig`).
         on_empty_references: ``error`` or ``skip``.
+        references_json: the references column is CSV text, each value a JSON array of
+            strings, decoded into a list when read (:func:`normalize`).
 
     """
 
@@ -93,6 +103,7 @@ class InputSpec:
     keep_text: bool
     on_missing: str = "error"
     on_empty_references: str = "error"
+    references_json: bool = False
 
     @property
     def prediction_read_columns(self) -> tuple[str, ...]:
@@ -240,7 +251,8 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
                              f"list column and no --references table was given; its columns: "
                              f"{', '.join(names)}")
         ref_t, uri = _column_type(predictions, ref_col, what="predictions")
-        if not _is_text_list(ref_t):
+        references_json = _is_text(ref_t) and _all_csv(predictions)
+        if not _is_text_list(ref_t) and not references_json:
             raise InputError(f"predictions: references column {ref_col!r} is {ref_t} in "
                              f"{uri}; expected list<string> (or give a separate --references "
                              "table)")
@@ -249,11 +261,15 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
         ref_col = config.reference_column or _guess_reference_column(references[0])
         ref_id_t, ref_uri = _column_type(references, id_col, what="references")
         if _id_kind(ref_id_t) != kind:
+            csv = _all_csv(predictions) or _all_csv(references)
             raise InputError(f"references: id column {id_col!r} is {ref_id_t} in {ref_uri} "
                              f"but {id_t} in predictions; ids must have the same type on both "
-                             "sides")
+                             "sides", hint="a CSV file's ids are text: give the other side's "
+                             "ids as text too" if csv else None)
         ref_t, ref_uri = _column_type(references, ref_col, what="references")
-        if _is_text_list(ref_t):
+        references_json = (_is_text(ref_t) and ref_col == "references"
+                           and _all_csv(references))
+        if _is_text_list(ref_t) or references_json:
             layout = "list"
         elif _is_text(ref_t):
             layout = "rows"
@@ -281,7 +297,53 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
                              hint="keep it with --keep-columns instead")
     return InputSpec(id_col, kind, pred_col, ref_col, layout, carry, carry_types,
                      config.keep_text, on_missing=config.on_missing,
-                     on_empty_references=config.on_empty_references)
+                     on_empty_references=config.on_empty_references,
+                     references_json=references_json)
+
+
+def _all_csv(files: Sequence[InputFile]) -> bool:
+    return all(input_format(f.uri) == "csv" for f in files)
+
+
+def decode_reference_lists(column: pa.ChunkedArray | pa.Array, ids: pa.ChunkedArray, *,
+                           side: str, uri: str, name: str) -> pa.Array:
+    """Decode CSV cells holding JSON arrays of reference texts into a list column.
+
+    Args:
+        column: N strings, each a JSON array of strings (``null`` items allowed, as in a
+            Parquet list); an empty or blank cell is no reference (a null list).
+        ids: the N ids, for the message.
+        side: ``predictions`` or ``references``, for the message.
+        uri: the file, for the message.
+        name: the column's name, for the message.
+
+    Returns:
+        ``large_list<large_string>`` (N,).
+
+    Raises:
+        InputError: a cell that is not a JSON array of strings (names the file, the column,
+            the id and the data row, 1 = the first row after the header).
+
+    """
+    out: list[list[str | None] | None] = []
+    for i, cell in enumerate(column.to_pylist()):
+        if cell is None or not cell.strip():
+            out.append(None)
+            continue
+        try:
+            value = json.loads(cell)
+        except ValueError:
+            value = None
+        if not isinstance(value, list) or not all(v is None or isinstance(v, str)
+                                                  for v in value):
+            shown = cell if len(cell) <= 40 else cell[:37] + "..."
+            raise InputError(f"{side}: column {name!r} of {uri} is not a JSON array of "
+                             f"strings at id {ids[i].as_py()!r} (data row {i + 1}): "
+                             f"{shown!r}", hint="in a CSV file a list of references is one "
+                             'cell like ["first reference", "second"]; pandas writes it with '
+                             "df[COLUMN].map(json.dumps)")
+        out.append(value)
+    return pa.array(out, pa.large_list(pa.large_string()))
 
 
 def _groupable(t: pa.DataType) -> bool:
@@ -344,9 +406,16 @@ def normalize(table: pa.Table, spec: InputSpec, *, side: str, uri: str) -> pa.Ta
         casts[spec.reference_column] = text_list if spec.layout == "list" else pa.large_string()
     if side == "predictions":
         casts.update(zip(spec.carry_columns, spec.carry_types, strict=True))
+    decode = None
+    if spec.references_json and (side == "predictions") == (spec.layout == "inline"):
+        decode = spec.reference_column
     columns = []
     for name, col in zip(table.column_names, table.columns, strict=True):
         target = casts.get(name)
+        if name == decode and _is_text(col.type):
+            columns.append(decode_reference_lists(col, table.column(spec.id_column),
+                                                  side=side, uri=uri, name=name))
+            continue
         if target is None or col.type == target:
             columns.append(col)
             continue
@@ -437,4 +506,5 @@ def example_schema(spec: InputSpec, scorer_schema: pa.Schema,
 
 __all__ = ["LAYOUTS", "RUN_ID_COLUMN", "RUN_ID_KEY", "SIGNATURE_KEY", "TEXT_COLUMN",
            "TRUNCATED_COLUMN", "InputSettings", "InputSpec", "check_utf8",
+           "decode_reference_lists",
            "example_schema", "normalize", "plain_type", "resolve_inputs"]

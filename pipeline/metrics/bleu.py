@@ -25,8 +25,15 @@ import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.metrics.hashing import extend_hash, probe, start_hash, table_mask
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics.hashing import (
+    clear,
+    extend_hash,
+    probe,
+    start_hash,
+    table_mask,
+    take_at,
+)
 from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_batch
 
 MAX_ORDER = 4
@@ -156,6 +163,84 @@ def corpus_bleu_score(stats: np.ndarray, *, smooth: str = "exp",
                                 effective_order=False)
 
 
+# sacrebleu's BLEUScore fields beside the score, as aggregate.parquet columns (bleu_...)
+BREAKDOWN = (
+    *((f"precision_{n}", "float64") for n in range(1, MAX_ORDER + 1)),
+    ("bp", "float64"), ("ratio", "float64"), ("sys_len", "int64"), ("ref_len", "int64"),
+)
+
+
+def bleu_breakdown(stats: np.ndarray, *, smooth: str = "exp",
+                   smooth_value: float | None = None) -> dict[str, np.ndarray]:
+    """Corpus BLEU's breakdown from summed statistics, as sacrebleu's ``BLEUScore`` has it.
+
+    The n-gram precisions (smoothed as the score is: sacrebleu's ``compute_bleu`` with
+    ``effective_order=False``, so all zero when nothing matches), the brevity penalty, the
+    length ratio ``sys_len / ref_len`` (0 without reference tokens) and the two lengths:
+    sacrebleu 2.x ``BLEUScore.precisions``, ``.bp``, ``.ratio``, ``.sys_len``, ``.ref_len``.
+
+    Args:
+        stats: float64 (R, 10), each row a sum of per-example statistics (see
+            :func:`bleu_from_statistics`).
+        smooth: the smoothing method, as for the score.
+        smooth_value: the value of ``floor`` / ``add-k`` (None: sacrebleu's default).
+
+    Returns:
+        Arrays of length R keyed as :data:`BREAKDOWN`: ``precision_1`` .. ``precision_4``
+        in [0, 100] (float64), ``bp`` in [0, 1], ``ratio`` >= 0 (float64), ``sys_len``
+        and ``ref_len`` in tokens (int64).
+
+    Raises:
+        ConfigError: an unknown smoothing method.
+
+    """
+    method, value = _smooth(smooth, smooth_value)
+    rows = np.asarray(stats, dtype=np.float64).reshape(-1, len(STATISTICS))
+    sys_len, ref_len = rows[:, 0], rows[:, 1]
+    correct = rows[:, 2:2 + MAX_ORDER].copy()
+    total = rows[:, 2 + MAX_ORDER:].copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bp = np.where(sys_len < ref_len,
+                      np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+        ratio = np.where(ref_len > 0, sys_len / np.where(ref_len > 0, ref_len, 1.0), 0.0)
+        precisions = np.zeros_like(correct)
+        mteval = np.ones(len(rows))  # sacrebleu's smooth_mteval, per row
+        alive = (correct != 0).any(axis=1)  # no match at all: every precision stays 0
+        for n in range(MAX_ORDER):
+            if method == 2 and n > 0:  # add-k
+                correct[:, n] += value
+                total[:, n] += value
+            alive &= total[:, n] != 0  # sacrebleu stops at the first order without n-grams
+            zero = alive & (correct[:, n] == 0)
+            if method == 3:  # exp
+                mteval[zero] *= 2
+                precisions[zero, n] = 100.0 / (mteval[zero] * total[zero, n])
+            elif method == 1:  # floor
+                precisions[zero, n] = 100.0 * value / total[zero, n]
+            hit = alive & (correct[:, n] != 0)
+            precisions[hit, n] = 100.0 * correct[hit, n] / total[hit, n]
+    out = {f"precision_{n + 1}": precisions[:, n] for n in range(MAX_ORDER)}
+    out.update(bp=bp, ratio=ratio, sys_len=sys_len.astype(np.int64),
+               ref_len=ref_len.astype(np.int64))
+    return out
+
+
+def verbose_breakdown(parts: Mapping[str, Any]) -> str:
+    """The breakdown in one line, as sacrebleu's ``BLEUScore`` prints it after the score.
+
+    Args:
+        parts: one value per name of :data:`BREAKDOWN` (one scope's).
+
+    Returns:
+        e.g. ``45.1/17.2/7.5/3.1 (BP = 0.981 ratio = 0.981 hyp_len = 1234 ref_len = 1258)``
+        (sacrebleu 2.x ``BLEUScore._verbose``).
+
+    """
+    precisions = "/".join(f"{parts[f'precision_{n}']:.1f}" for n in range(1, MAX_ORDER + 1))
+    return (f"{precisions} (BP = {parts['bp']:.3f} ratio = {parts['ratio']:.3f} "
+            f"hyp_len = {int(parts['sys_len']):d} ref_len = {int(parts['ref_len']):d})")
+
+
 @lazy_njit(cache=True, nogil=True)
 def _segment_statistics(ids, offsets, n_predictions, ref_offsets):
     # texts 0..N-1 are the predictions, N + ref_offsets[i] .. N + ref_offsets[i+1] - 1 the
@@ -219,14 +304,11 @@ def _segment_statistics(ids, offsets, n_predictions, ref_offsets):
             h = start_hash()
             for n in range(min(MAX_ORDER, hyp_lo + hyp_len - p)):
                 h = extend_hash(h, ids[p + n])
-                s = probe(ids, p, n, h, slot_pos, slot_order, mask)
-                if slot_pos[s] != -1 and slot_clip[s] > 0:
-                    slot_clip[s] -= 1
-                    out[i, 2 + n] += 1
+                out[i, 2 + n] += take_at(slot_pos, slot_clip,
+                                         probe(ids, p, n, h, slot_pos, slot_order, mask))
         for n in range(MAX_ORDER):
             out[i, 2 + MAX_ORDER + n] = max(hyp_len - n, 0)
-        for u in range(n_used):
-            slot_pos[used[u]] = -1
+        clear(slot_pos, used, n_used)
     return out
 
 
@@ -289,26 +371,21 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                                 effective_order=True)
 
 
-class BleuFamily:
+class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
     names = NAMES
     options = OPTIONS
 
-    def serves(self, metric: str) -> bool:
-        """True for ``bleu``."""
-        return metric in NAMES
-
-    @staticmethod
-    def _options(options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
-        opts = {o.key: options.get(o.key, o.default) for o in OPTIONS}
-        tokenize = str(opts["bleu_tokenize"])
+    def _options(self, options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
+        tokenize = str(self.option(options, "bleu_tokenize"))
         if tokenize not in MT_TOKENIZERS:
             check_tokenizer(tokenize)
-        smooth = str(opts["bleu_smooth"])
-        _smooth(smooth, opts["bleu_smooth_value"])
-        return tokenize, smooth, opts["bleu_smooth_value"], bool(opts["bleu_lowercase"])
+        smooth = str(self.option(options, "bleu_smooth"))
+        smooth_value = self.option(options, "bleu_smooth_value")
+        _smooth(smooth, smooth_value)
+        return tokenize, smooth, smooth_value, bool(self.option(options, "bleu_lowercase"))
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """The spec of ``bleu``: measure ``score`` (0-100), sacrebleu's statistics.
@@ -322,7 +399,9 @@ class BleuFamily:
             name=metric, family=self.name, measures=("score",), primary="score",
             statistics=STATISTICS, reference_rule="sacrebleu", has_reference_index=False,
             corpus=partial(corpus_bleu_score, smooth=smooth, smooth_value=smooth_value),
-            scale=100.0)
+            scale=100.0,
+            breakdown=partial(bleu_breakdown, smooth=smooth, smooth_value=smooth_value),
+            breakdown_columns=BREAKDOWN, breakdown_text=verbose_breakdown)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
         """Sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
@@ -346,15 +425,24 @@ class BleuFamily:
                                 lowercase=lowercase)
         columns = {"bleu_score": bleu_from_statistics(stats, smooth=smooth,
                                                       smooth_value=smooth_value,
-                                                      effective_order=True)}
-        for j, (stat, _) in enumerate(STATISTICS):
-            columns[f"bleu_{stat}"] = np.ascontiguousarray(stats[:, j])
-        return FamilyScores({c: v for m in metrics for c, v in columns.items()
-                             if c.startswith(f"{m}_")})
+                                                      effective_order=True),
+                   **self.statistic_columns("bleu", STATISTICS, stats)}
+        return FamilyScores(self.columns_of(columns, metrics))
+
+    def explain(self, prediction: str | None, references: Sequence[str | None],
+                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Explain one example: clipped n-grams per order, lengths, brevity penalty.
+
+        See :func:`pipeline.metrics.bleu_explain.explain_bleu`.
+        """
+        from pipeline.metrics.bleu_explain import explain_bleu
+
+        return explain_bleu(prediction, references, metrics, options)
 
 
 FAMILY = BleuFamily()
 
-__all__ = ["FAMILY", "MAX_ORDER", "NAMES", "OPTIONS", "SMOOTH_DEFAULTS", "SMOOTH_METHODS",
-           "STATISTICS", "BleuFamily", "bleu_from_statistics", "bleu_statistics",
-           "corpus_bleu_score", "sentence_bleu_scores"]
+__all__ = ["BREAKDOWN", "FAMILY", "MAX_ORDER", "NAMES", "OPTIONS", "SMOOTH_DEFAULTS",
+           "SMOOTH_METHODS", "STATISTICS", "BleuFamily", "bleu_breakdown",
+           "bleu_from_statistics", "bleu_statistics", "corpus_bleu_score",
+           "sentence_bleu_scores", "verbose_breakdown"]

@@ -4,13 +4,12 @@ Reads what the run holds (manifest, ``aggregate.parquet``, the examples' score c
 follows it: every (metric, measure) of the aggregate gets its table rows and histogram,
 whatever metrics the run has. With a baseline, :func:`pipeline.compare.compare_runs` gives
 the table, the per-example deltas and the examples that moved most; their texts are read
-(:mod:`pipeline.report.texts`) and explained (:func:`pipeline.explanation.explain`) to mark the
-matched words.
+(:mod:`pipeline.report.texts`) and explained (:func:`pipeline.explanation.explain`, the
+metric's family's own explanation) to mark the matched units.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -20,6 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
+from pipeline.metrics.registry import data_notes
 from pipeline.report.html import (
     esc,
     facts,
@@ -32,14 +32,9 @@ from pipeline.report.html import (
     word_diff_html,
 )
 
-_ROUGE = re.compile(r"rouge([1-9]|L|Lsum)")
 # Tables of a report with more groups show this many rows (the files hold them all).
 MAX_GROUP_ROWS = 500
 _SKIP_NOTES = {
-    "zero_token_texts": "texts with visible characters produced no token (try --tokenizer "
-                        "unicode)",
-    "one_line_multi_sentence_texts": "texts have several sentences on one line (rougeLsum "
-                                     "then equals rougeL)",
     "truncated_examples": "examples had a text cut at --max-tokens",
     "null_predictions": "predictions were null (scored as empty)",
     "missing_predictions_scored_zero": "reference ids without a prediction were scored 0",
@@ -76,7 +71,9 @@ def _run_section(run: Any, agg: pd.DataFrame,
     if any(skipped.values()):
         items.append(("left out", ", ".join(f"{k.replace('_', ' ')}: {v}"
                                             for k, v in skipped.items() if v)))
-    notes = [f"{counts[k]} {text}" for k, text in _SKIP_NOTES.items() if counts.get(k)]
+    notes = [note.text(counts[note.key], m.get("config") or {}) for note in data_notes()
+             if counts.get(note.key)]
+    notes += [f"{counts[k]} {text}" for k, text in _SKIP_NOTES.items() if counts.get(k)]
     if m.get("resumed"):
         notes.append("the run was resumed after an interruption")
     out = [facts(items)]
@@ -340,12 +337,16 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
 
 def _explain_pair(prediction: str | None, references: list[str | None], metric: str,
                   config: dict[str, Any]) -> Any | None:
-    from pipeline.explanation import explain, run_settings
+    """The explanation of ``metric`` (its family's own) under the run's settings, or None.
 
-    if prediction is None or not references:
+    None when a text is missing or the metric's family has no explanation.
+    """
+    from pipeline.explanation import explain, run_settings
+    from pipeline.metrics.registry import family_of
+
+    if prediction is None or not references or not hasattr(family_of(metric), "explain"):
         return None
-    settings = {**run_settings(config), "metrics": (metric,)}
-    return explain(prediction, references, **settings)
+    return explain(prediction, references, **{**run_settings(config), "metrics": (metric,)})
 
 
 def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
@@ -364,12 +365,16 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         refs_note = None
     except InputError as err:
         refs, refs_note = {}, str(err)
-    marking = bool(_ROUGE.fullmatch(metric))
+    from pipeline.metrics.registry import family_of
+
+    marking = hasattr(family_of(metric), "explain")
     legend = ('<p class="legend muted">Words matched under ' + esc(metric) + ': '
               '<mark class="base">by the baseline</mark><mark class="cand">by this run</mark>'
-              '<mark>by both</mark> (predictions: their words matched in the reference shown; '
-              'reference: its words matched by each prediction).</p>') if marking else (
-        f'<p class="muted">Words are not marked: {esc(metric)} is not a ROUGE metric.</p>')
+              '<mark>by both</mark> (predictions: their units matched in the reference shown; '
+              'reference: its units matched by each prediction; see docs/explain.md for '
+              'what each metric marks).</p>') if marking else (
+        f'<p class="muted">Words are not marked: {esc(metric)}\'s family has no '
+        'explanation.</p>')
     out.append(legend)
     if refs_note:
         out.append(f'<p class="muted">References not shown: {esc(refs_note)}</p>')
@@ -393,22 +398,26 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         ref_index = 0
         if ec is not None and ec.metrics[metric].reference_index >= 0:
             ref_index = ec.metrics[metric].reference_index
-        for side, text, e in (("baseline", base_text, eb), ("this run", cand_text, ec)):
+        mb = eb.metrics[metric] if eb is not None else None
+        mc = ec.metrics[metric] if ec is not None else None
+        pair_b = mb.pair(ref_index) if mb is not None else None
+        pair_c = mc.pair(ref_index) if mc is not None else None
+        for side, text, m, pair in (("baseline", base_text, mb, pair_b),
+                                    ("this run", cand_text, mc, pair_c)):
             classes = {}
-            if e is not None:
-                pair = e.metrics[metric].pairs[ref_index]
+            if pair is not None:
                 classes = dict.fromkeys(pair.prediction_positions,
                                         "base" if side == "baseline" else "cand")
-            spans = e.prediction.spans if e is not None else None
+            spans = m.prediction.spans if m is not None else None
             out.append(f'<div class="label">{esc(side)} prediction</div>'
                        f'<p class="text">{marked_text(text, spans, classes)}</p>')
         if references:
-            hit_b = set(eb.metrics[metric].pairs[ref_index].reference_positions) if eb else set()
-            hit_c = set(ec.metrics[metric].pairs[ref_index].reference_positions) if ec else set()
+            hit_b = set(pair_b.reference_positions) if pair_b is not None else set()
+            hit_c = set(pair_c.reference_positions) if pair_c is not None else set()
             classes = {p: ("" if p in hit_b and p in hit_c else "base" if p in hit_b else "cand")
                        for p in hit_b | hit_c}
-            e = ec or eb
-            spans = e.references[ref_index].spans if e is not None else None
+            m = mc or mb
+            spans = m.references[ref_index].spans if m is not None else None
             which = (f"reference {ref_index + 1} of {len(references)}"
                      + (" (the one this run's score used)" if len(references) > 1 else ""))
             out.append(f'<div class="label">{esc(which)}</div>'

@@ -19,7 +19,9 @@ import pyarrow.fs as pafs
 
 from pipeline.errors import InputError
 from pipeline.io.manifest import input_files
+from pipeline.io.read import input_dataset
 from pipeline.io.runs import RunInfo, filesystem, read_predictions
+from pipeline.io.schema import decode_reference_lists
 
 
 def _dataset(files: list[tuple[str, int | None]], what: str) -> pads.Dataset:
@@ -31,7 +33,7 @@ def _dataset(files: list[tuple[str, int | None]], what: str) -> pads.Dataset:
         if size is not None and info.size != size:
             raise InputError(f"the run's {what} input {path} has changed since the run "
                              f"({info.size} bytes, not {size})")
-    return pads.dataset(inner, format="parquet", filesystem=fs)
+    return input_dataset(fs, inner, what=what)
 
 
 def typed_ids(run: RunInfo, ids: Sequence[Any]) -> list[Any]:
@@ -84,6 +86,11 @@ def read_references(run: RunInfo, ids: Sequence[Any]) -> dict[Any, list[str | No
     data = _dataset(files, side)
     table = data.to_table(columns=[run.id_column, column],
                           filter=pads.field(run.id_column).isin(pa.array(list(ids))))
+    if layout != "rows" and pa.types.is_string(table.schema.field(column).type):
+        # a CSV input: each cell a JSON array of references, as the run decoded it
+        table = table.set_column(1, column, decode_reference_lists(
+            table.column(column), table.column(run.id_column), side=side,
+            uri=files[0][0], name=column))
     out: dict[Any, list[str | None]] = {}
     for key, value in zip(table[run.id_column].to_pylist(), table[column].to_pylist(),
                           strict=True):

@@ -152,7 +152,8 @@ def test_explain_an_example_of_a_run(runs):
     assert doc["settings"]["metrics"] == list(METRICS)
     for metric in METRICS:
         for stat in ("matches", "prediction_units", "reference_units"):
-            assert doc["metrics"][metric][stat] == examples.loc[ident, f"{metric}_{stat}"]
+            assert doc["metrics"][metric]["statistics"][stat] \
+                == examples.loc[ident, f"{metric}_{stat}"]
     missing = CliRunner().invoke(main, ["explain", str(runs["cand"]), "--id", "nope"])
     assert missing.exit_code == 2 and "nope" in missing.output
 
@@ -185,7 +186,7 @@ def test_report_follows_the_metrics_the_run_holds(runs, tmp_path):
 
 def test_runs_of_other_metric_families_publish_and_report(tmp_path):
     """BLEU, chrF and ROUGE in one run: the tables get every column of the run, the report
-    every metric, and explain keeps to ROUGE."""
+    every metric, and explain explains exactly the run's metrics."""
     pytest.importorskip("deltalake")
     import deltalake
 
@@ -205,4 +206,40 @@ def test_runs_of_other_metric_families_publish_and_report(tmp_path):
     for metric in ("bleu", "chrf", "rouge1"):
         assert f'<td class="l">{metric}</td>' in text
     ident = pd.read_parquet(preds)["id"].iloc[0]
-    assert list(api.explain(run_dir=str(run), example_id=ident).metrics) == ["rouge1"]
+    assert list(api.explain(run_dir=str(run), example_id=ident).metrics) == ["bleu", "chrf",
+                                                                             "rouge1"]
+
+
+@pytest.mark.parametrize("metric", ["token_f1", "chrf"])
+def test_moved_examples_of_any_family_are_marked_by_its_explanation(tmp_path, metric):
+    """The report marks, in the moved candidate prediction, exactly the units the family's
+    explanation matched in the reference shown (before: only ROUGE metrics were marked)."""
+    import html
+
+    from pipeline import explain
+
+    preds, refs = realsumm_inputs(tmp_path / "in", n=12)
+    frame = pd.read_parquet(preds)
+    frame["prediction"] = [" ".join(t.split()[: max(1, len(t.split()) // 3)])
+                           for t in frame["prediction"]]
+    frame.to_parquet(tmp_path / "in" / "cand.parquet", index=False)
+    base = score_run(preds, refs, tmp_path / "base", run_id="b", metrics=(metric,))
+    cand = score_run(tmp_path / "in" / "cand.parquet", refs, tmp_path / "cand", run_id="c",
+                     metrics=(metric,), keep_text=True)
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["report", str(cand), "--baseline", str(base),
+                                       "--output", str(out), "--top", "1"])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    ident = re.search(r"<h3>1\. id = (.+?)(, system = .*?)?: ", text).group(1)
+    section = text[text.index("<h3>1. id"):]
+    para = re.search(r'this run prediction</div><p class="text">(.*?)</p>', section).group(1)
+    marked = [html.unescape(m) for m in re.findall(r'<mark class="cand">(.*?)</mark>', para)]
+    cand_text = frame.set_index("id").loc[ident, "prediction"]
+    references = pd.read_parquet(refs)
+    references = references[references["id"].astype(str) == ident]["reference"].tolist()
+    m = explain(cand_text, references, metrics=(metric,)).metrics[metric]
+    pair = m.pair(max(m.reference_index, 0))
+    want = [cand_text[a:b] for a, b in (m.prediction.spans[p] for p in
+                                        pair.prediction_positions)]
+    assert marked == want and marked
