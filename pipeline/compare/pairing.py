@@ -714,7 +714,7 @@ def pair_part(baseline: pd.DataFrame, candidate: pd.DataFrame, *, measures: Sequ
 
 def part_resamples(arrays: PartArrays, local: Sequence[tuple],
                    grids: Mapping[tuple, GridScales], *, n_bootstrap: int, n_trials: int,
-                   seed: int, jit: bool = False) -> dict[tuple, ScopeResamples]:
+                   seed: int) -> dict[tuple, ScopeResamples]:
     """The second pass over one part: its share of each scope's resampled sums.
 
     Args:
@@ -725,7 +725,6 @@ def part_resamples(arrays: PartArrays, local: Sequence[tuple],
         n_bootstrap: resamples.
         n_trials: randomization trials.
         seed: the seed.
-        jit: resample with numba's JIT build (same sums; for a large comparison).
 
     Returns:
         By scope key, the part's :class:`ScopeResamples`.
@@ -737,8 +736,7 @@ def part_resamples(arrays: PartArrays, local: Sequence[tuple],
         return out
     if ALL_SCOPE in grids:
         out[ALL_SCOPE] = scope_resamples(b, c, hashes, grids[ALL_SCOPE],
-                                         n_bootstrap=n_bootstrap, n_trials=n_trials, seed=seed,
-                                         jit=jit)
+                                         n_bootstrap=n_bootstrap, n_trials=n_trials, seed=seed)
     if local:
         sort = np.argsort(arrays.codes, kind="stable")
         bounds = np.searchsorted(arrays.codes[sort], np.arange(len(local) + 1))
@@ -747,7 +745,7 @@ def part_resamples(arrays: PartArrays, local: Sequence[tuple],
                 index = sort[bounds[g]:bounds[g + 1]]
                 out[scope] = scope_resamples(b[index], c[index], hashes[index], grids[scope],
                                              n_bootstrap=n_bootstrap, n_trials=n_trials,
-                                             seed=seed, jit=jit)
+                                             seed=seed)
     return out
 
 

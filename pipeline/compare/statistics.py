@@ -267,44 +267,9 @@ class ScopeResamples:
                 mine[:] = stats.exact_partials(np.array(mine))
 
 
-def _resample_sums(grid: np.ndarray, keys: np.ndarray, *, weights: str, count: int,
-                   threads: int | None, jit: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`pipeline.stats.resample_sums_threaded` from resample 0, or the JIT build's.
-
-    With ``jit``, the same sums (exact, so bit for bit) by numba's JIT build of the kernel
-    for this CPU in one call: for the many small parts of a large comparison, whose calls
-    are each below :data:`pipeline.stats.JIT_MIN_DRAWS` while their total is far above it.
-    """
-    if not jit:
-        return stats.resample_sums_threaded(grid, keys, weights=weights, first=0, count=count,
-                                            threads=threads)
-    from pipeline.compiled import kernel
-
-    k = grid.shape[0]
-    n_words = -(-count // 4)
-    acc = np.zeros((k, n_words * 4))
-    tot = np.zeros(n_words * 4)
-    if n_words and grid.shape[1]:
-        kernel("weighted_sums", jit=True)(grid, keys, 0, n_words, stats.THRESHOLDS[weights],
-                                          weights == "flip", acc, tot)
-    return np.ascontiguousarray(acc[:, :count].T), tot[:count]
-
-
-def warm_jit() -> None:
-    """Load numba's JIT build of the resampling kernel in this process (about 0.6 s).
-
-    Processes forked from this one afterwards then do not each load it.
-    """
-    from pipeline.compiled import kernel
-
-    kernel("weighted_sums", jit=True)(np.zeros((1, 1)), np.zeros(1, np.uint64), 0, 1,
-                                      stats.THRESHOLDS["flip"], True, np.zeros((1, 4)),
-                                      np.zeros(4))
-
-
 def scope_resamples(baseline: np.ndarray, candidate: np.ndarray, hashes: np.ndarray,
                     grids: GridScales, *, n_bootstrap: int, n_trials: int, seed: int,
-                    threads: int | None = 1, jit: bool = False) -> ScopeResamples:
+                    threads: int | None = 1) -> ScopeResamples:
     """One part's :class:`ScopeResamples` of a scope whose grids are ``grids``.
 
     Each example's weights come from the seed and its pair hash (:func:`stats.stream_keys`),
@@ -319,8 +284,6 @@ def scope_resamples(baseline: np.ndarray, candidate: np.ndarray, hashes: np.ndar
         n_trials: randomization trials, >= 0.
         seed: the seed.
         threads: threads for the resampling kernel (None: every usable CPU).
-        jit: use numba's JIT build of the kernel for this CPU (same sums; faster for a part
-            of a large comparison, see :func:`warm_jit`).
 
     """
     b = np.ascontiguousarray(baseline, dtype=np.float64)
@@ -328,13 +291,13 @@ def scope_resamples(baseline: np.ndarray, candidate: np.ndarray, hashes: np.ndar
     keys = stats.stream_keys(hashes, seed=seed, weights="poisson")
     grid = stats.to_grid(np.concatenate([b, c], axis=1), max_weight=stats.MAX_WEIGHT["poisson"],
                          scales=grids.poisson)
-    sums, totals = _resample_sums(grid, keys, weights="poisson", count=n_bootstrap,
-                                  threads=threads, jit=jit)
+    sums, totals = stats.resample_sums_threaded(grid, keys, weights="poisson", first=0,
+                                                count=n_bootstrap, threads=threads)
     del grid
     keys = stats.stream_keys(hashes, seed=seed, weights="flip")
     d_grid = stats.to_grid(c - b, max_weight=1, scales=grids.flip)
-    kept, _ = _resample_sums(d_grid, keys, weights="flip", count=n_trials, threads=threads,
-                             jit=jit)
+    kept, _ = stats.resample_sums_threaded(d_grid, keys, weights="flip", first=0,
+                                           count=n_trials, threads=threads)
     square = d_grid * d_grid
     return ScopeResamples(sums, totals, kept, d_grid.sum(axis=1),  # exact: on the grid
                           [stats.exact_partials(square[q]) for q in range(len(square))])
@@ -554,4 +517,4 @@ __all__ = ["ADJUST_METHODS", "DEFAULT_ADJUST", "DEFAULT_BAND", "DEFAULT_CONFIDEN
            "MDE_METHOD", "POWER", "TEST_METHOD", "GridScales", "PairedTest", "ScopeResamples",
            "ScopeTotals", "adjust_p_values", "bootstrap_mean_differences", "check_settings",
            "is_alarm", "is_missing", "paired_from_sums", "paired_resampling", "paired_test",
-           "scales", "scope_resamples", "scope_totals", "warm_jit"]
+           "scales", "scope_resamples", "scope_totals"]

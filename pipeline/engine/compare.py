@@ -47,7 +47,6 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from pipeline import stats
 from pipeline.compare.pairing import (
     ALL_SCOPE,
     Comparison,
@@ -58,7 +57,7 @@ from pipeline.compare.pairing import (
     pair_part,
     part_resamples,
 )
-from pipeline.compare.statistics import GridScales, ScopeResamples, warm_jit
+from pipeline.compare.statistics import GridScales, ScopeResamples
 from pipeline.engine.base import Runner, small_result
 from pipeline.errors import ExecutionError, InputError
 from pipeline.io.exchange import PiecesWriter, read_piece
@@ -287,7 +286,7 @@ def compare_pair(job: PartJob) -> PartPairing | None:
 
 @small_result
 def compare_resample(job: PartJob, local: Sequence[tuple], grids: Mapping[tuple, GridScales],
-                     n_bootstrap: int, n_trials: int, seed: int, jit: bool = False
+                     n_bootstrap: int, n_trials: int, seed: int
                      ) -> dict[tuple, ScopeResamples]:
     """The second pass over a part (:func:`pipeline.compare.pairing.part_resamples`).
 
@@ -300,7 +299,7 @@ def compare_resample(job: PartJob, local: Sequence[tuple], grids: Mapping[tuple,
             raise ExecutionError(f"part {job.index} of the comparison changed between passes")
         local, arrays = done[0].local, done[1]
     return part_resamples(arrays, local, grids, n_bootstrap=n_bootstrap, n_trials=n_trials,
-                          seed=seed, jit=jit)
+                          seed=seed)
 
 
 def _completed(runner: Runner, fn: Callable[..., Any], args_list: Sequence[tuple[Any, ...]]
@@ -446,17 +445,11 @@ def compare_on_engine(
         merger.check_paired()
         grids = merger.grids()
         locals_ = merger.part_scopes
-        # weighted values of the second pass (each example in its scopes, 3k columns): far
-        # above JIT_MIN_DRAWS, the kernel's JIT build is worth loading (about 2x faster)
-        n_values = sum(t.n * len(t.partials) for t in merger.scopes.values()) * n_bootstrap
-        jit = n_values >= stats.JIT_MIN_DRAWS
-        if jit:
-            warm_jit()  # once here: the in-process engine's forked workers inherit it
         args = []
         for job in jobs:
             local = locals_.get(job.index, [])
             wanted = {s: grids[s] for s in (ALL_SCOPE, *local) if s in grids}
-            args.append((job, local, wanted, n_bootstrap, n_bootstrap, seed, jit))
+            args.append((job, local, wanted, n_bootstrap, n_bootstrap, seed))
         for _, share in _completed(runner, compare_resample, args):
             merger.add_resamples(share)
         return merger.comparison(band=band, bands=bands, confidence=confidence,

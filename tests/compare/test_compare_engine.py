@@ -218,20 +218,6 @@ def test_shared_summeval_runs(tmp_path):
     assert_same(memory, parts)
 
 
-def test_the_jit_kernel_gives_the_same_part_sums():
-    """Large comparisons resample their parts with numba's JIT build: the same sums."""
-    from pipeline.compare.statistics import scales, scope_resamples, scope_totals
-    from pipeline.stats import position_hashes
-
-    rng = np.random.default_rng(5)
-    b, c = rng.uniform(0, 1, (3001, 3)), rng.uniform(0, 1, (3001, 3))
-    grids = scales(scope_totals(b, c))
-    got = [scope_resamples(b, c, position_hashes(3001), grids, n_bootstrap=203, n_trials=101,
-                           seed=9, jit=jit) for jit in (False, True)]
-    for field in ("boot_sums", "boot_totals", "kept", "d_total"):
-        assert np.array_equal(getattr(got[0], field), getattr(got[1], field)), field
-
-
 def test_parts_arriving_read_only_are_merged():
     """Ray hands results over zero-copy from its object store: read-only arrays (the
     three-node test failed so: 'output array is read-only')."""
