@@ -15,66 +15,51 @@ All are seeded and reproducible; :func:`.alarms.alarm_list` orders them for read
 
 The package, along its seams: :mod:`.measures` (names, from the metric registry),
 :mod:`.statistics` (the paired tests, over :mod:`pipeline.stats`), :mod:`.pairing` (pairing
-examples, groups, rows), :mod:`.signatures` (which settings must agree), :mod:`.document`
+examples, groups, rows), :mod:`.signatures` (which settings must agree), :mod:`.comparison`
 (run directories in, ``compare.json`` / ``compare.parquet`` out).
+
+Names are imported from their module when first used (PEP 562), so ``import
+pipeline.compare`` (the CLI's options read its defaults) costs no pandas.
 """
 
 from __future__ import annotations
 
-from pipeline.compare.alarms import ALARM_KINDS, alarm_list, band_summary, with_history
-from pipeline.compare.bands import (
-    BAND_MULTIPLIER,
-    DEFAULT_HISTORY_WINDOW,
-    MIN_NIGHTS,
-    learn_bands,
-    measure_floors,
-)
-from pipeline.compare.comparison import RunComparison, compare_runs, run_specs
-from pipeline.compare.drift import DRIFT_METHOD, cusum, drift_rows, ewma
-from pipeline.compare.history import History, Night, read_history, read_history_table
-from pipeline.compare.measures import (
-    Measure,
-    describe,
-    measure_column,
-    measures_in,
-    resolve_measures,
-)
-from pipeline.compare.pairing import (
-    ALL_GROUP,
-    DEFAULT_TOP,
-    ROW_COLUMNS,
-    Comparison,
-    compare_examples,
-)
-from pipeline.compare.signatures import NON_SCORE_FIELDS, check_signatures, score_fields
-from pipeline.compare.statistics import (
-    ADJUST_METHODS,
-    DEFAULT_ADJUST,
-    DEFAULT_BAND,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_MAX_MISSING,
-    DEFAULT_N_BOOTSTRAP,
-    DEFAULT_SEED,
-    INTERVAL_METHOD,
-    MDE_METHOD,
-    TEST_METHOD,
-    PairedTest,
-    adjust_p_values,
-    bootstrap_mean_differences,
-    is_alarm,
-    is_missing,
-    paired_resampling,
-    paired_test,
-)
+import importlib
+from typing import Any
 
-__all__ = ["ADJUST_METHODS", "ALARM_KINDS", "BAND_MULTIPLIER", "DEFAULT_ADJUST",
-           "DEFAULT_HISTORY_WINDOW", "DRIFT_METHOD", "MIN_NIGHTS", "History", "Night",
-           "adjust_p_values", "alarm_list", "band_summary", "cusum", "drift_rows", "ewma",
-           "learn_bands", "measure_floors", "read_history", "read_history_table",
-           "with_history", "ALL_GROUP", "DEFAULT_BAND", "DEFAULT_CONFIDENCE", "DEFAULT_MAX_MISSING",
-           "DEFAULT_N_BOOTSTRAP", "DEFAULT_SEED", "DEFAULT_TOP", "INTERVAL_METHOD",
-           "MDE_METHOD", "NON_SCORE_FIELDS", "ROW_COLUMNS", "TEST_METHOD",
-           "Comparison", "Measure", "PairedTest", "RunComparison", "bootstrap_mean_differences",
-           "check_signatures", "compare_examples", "compare_runs", "describe", "is_alarm",
-           "is_missing", "measure_column", "measures_in", "paired_resampling", "paired_test",
-           "resolve_measures", "run_specs", "score_fields"]
+# name -> the module that defines it
+_LAZY = {
+    "ALARM_KINDS": "alarms", "alarm_list": "alarms", "band_summary": "alarms",
+    "with_history": "alarms",
+    "BAND_MULTIPLIER": "bands", "DEFAULT_HISTORY_WINDOW": "bands", "learn_bands": "bands",
+    "measure_floors": "bands", "MIN_NIGHTS": "bands",
+    "compare_runs": "comparison", "run_specs": "comparison", "RunComparison": "comparison",
+    "cusum": "drift", "DRIFT_METHOD": "drift", "drift_rows": "drift", "ewma": "drift",
+    "History": "history", "Night": "history", "read_history": "history",
+    "read_history_table": "history",
+    "describe": "measures", "Measure": "measures", "measure_column": "measures",
+    "measures_in": "measures", "resolve_measures": "measures",
+    "ALL_GROUP": "pairing", "compare_examples": "pairing", "Comparison": "pairing",
+    "ROW_COLUMNS": "pairing",
+    "check_signatures": "signatures", "NON_SCORE_FIELDS": "signatures",
+    "score_fields": "signatures",
+    "ADJUST_METHODS": "statistics", "adjust_p_values": "statistics",
+    "bootstrap_mean_differences": "statistics", "DEFAULT_ADJUST": "statistics",
+    "DEFAULT_BAND": "statistics", "DEFAULT_CONFIDENCE": "statistics",
+    "DEFAULT_MAX_MISSING": "statistics", "DEFAULT_N_BOOTSTRAP": "statistics",
+    "DEFAULT_SEED": "statistics", "DEFAULT_TOP": "statistics", "INTERVAL_METHOD": "statistics",
+    "is_alarm": "statistics", "is_missing": "statistics", "MDE_METHOD": "statistics",
+    "paired_resampling": "statistics", "paired_test": "statistics", "PairedTest": "statistics",
+    "TEST_METHOD": "statistics",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"pipeline.compare.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pipeline.compare' has no attribute {name!r}")
+
+
+__all__ = sorted(_LAZY)

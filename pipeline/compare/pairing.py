@@ -26,6 +26,7 @@ from pipeline.compare.statistics import (
     DEFAULT_MAX_MISSING,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_SEED,
+    DEFAULT_TOP,
     GridScales,
     ScopeResamples,
     ScopeTotals,
@@ -43,7 +44,6 @@ from pipeline.metrics.base import MetricSpec
 from pipeline.stats import Estimate
 
 ALL_GROUP = "all"
-DEFAULT_TOP = 10
 # keys of examples in one run only kept by a partitioned comparison (compare.json lists 20)
 ONLY_HEAD = 100
 ROW_COLUMNS = ("group", "metric", "measure", "statistic", "n_paired", "n_baseline_only",

@@ -41,6 +41,7 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_N_BOOTSTRAP = 1000
 DEFAULT_SEED = 12345
 DEFAULT_MAX_MISSING = 0.01
+DEFAULT_TOP = 10  # examples listed per measure as the ones that moved most
 POWER = 0.8
 INTERVAL_METHOD = "paired Poisson bootstrap percentile interval (Koehn 2004)"
 TEST_METHOD = "paired approximate randomization, two-sided (Riezler & Maxwell 2005)"

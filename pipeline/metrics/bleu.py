@@ -34,7 +34,7 @@ from pipeline.metrics.hashing import (
     table_mask,
     take_at,
 )
-from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_batch
+from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_mt
 
 MAX_ORDER = 4
 NAMES = ("bleu",)
@@ -349,7 +349,7 @@ def bleu_statistics(predictions: Sequence[str | None],
     np.cumsum([len(rs) for rs in refs], out=ref_offsets[1:])
     texts = _prepare(predictions, lowercase) + _prepare([r for rs in refs for r in rs],
                                                         lowercase)
-    batch = tokenize_batch(texts, tokenizer=tokenize)
+    batch = tokenize_mt(texts, tokenizer=tokenize)
     return kernel("bleu_statistics")(batch.ids, batch.offsets, len(predictions), ref_offsets)
 
 

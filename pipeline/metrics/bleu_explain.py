@@ -41,12 +41,12 @@ from pipeline.metrics.explanation import (
     ngrams,
     one_range,
 )
-from pipeline.tokenizers.sacrebleu import tokenize_batch
+from pipeline.tokenizers.sacrebleu import tokenize_mt
 
 
 def _view(texts: Sequence[str], prepared: Sequence[str], tokenize: str, lowercase: bool
           ) -> list[Tokens]:
-    batch = tokenize_batch(list(prepared), tokenizer=tokenize)
+    batch = tokenize_mt(list(prepared), tokenizer=tokenize)
     out = []
     for i, text in enumerate(texts):
         tokens = batch.strings(i)

@@ -36,7 +36,7 @@ from pipeline.metrics.hashing import (
     table_mask,
     take_at,
 )
-from pipeline.tokenizers.sacrebleu import tokenize_batch
+from pipeline.tokenizers.sacrebleu import tokenize_mt
 
 NAMES = ("chrf", "chrfpp")
 CHAR_ORDER = 6
@@ -215,10 +215,10 @@ class _Batch:
         self.positions = np.array([j for k in kept for j in k], np.int32)
         texts = [t or "" for t in predictions]
         texts += [rs[j] or "" for rs, k in zip(references, kept, strict=True) for j in k]
-        self.chars = tokenize_batch(texts, tokenizer="char")
+        self.chars = tokenize_mt(texts, tokenizer="char")
         self.words = self.chars
         if word_order:
-            self.words = tokenize_batch(texts, tokenizer="chrf-words")
+            self.words = tokenize_mt(texts, tokenizer="chrf-words")
 
     def score(self, word_order: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         stats, scores, best = kernel("chrf_statistics")(

@@ -34,14 +34,14 @@ from pipeline.metrics.explanation import (
     ngrams,
     one_range,
 )
-from pipeline.tokenizers.sacrebleu import tokenize_batch
+from pipeline.tokenizers.sacrebleu import tokenize_mt
 
 # listed per order in the text output (the JSON has them all)
 LISTED_NGRAMS = 40
 
 
 def _views(texts: Sequence[str], tokenizer: str) -> list[Tokens]:
-    batch = tokenize_batch(list(texts), tokenizer=tokenizer)
+    batch = tokenize_mt(list(texts), tokenizer=tokenizer)
     out = []
     for i, text in enumerate(texts):
         tokens = batch.strings(i)

@@ -143,7 +143,7 @@ def code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(data, np.uint32).astype(np.int32), offsets
 
 
-def tokenize_batch(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
+def tokenize_mt(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
     """Tokenize N texts with one rule, interning tokens into ids shared by the batch.
 
     The texts are taken as the tokenizer receives them: sacrebleu's BLEU first lowercases
@@ -174,8 +174,8 @@ def tokenize_batch(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
 
 
 def tokenize(text: str, *, tokenizer: str) -> list[str]:
-    """Tokens of one text (:func:`tokenize_batch`): sacrebleu's tokenizer output, split."""
-    return tokenize_batch([text], tokenizer=tokenizer).strings(0)
+    """Tokens of one text (:func:`tokenize_mt`): sacrebleu's tokenizer output, split."""
+    return tokenize_mt([text], tokenizer=tokenizer).strings(0)
 
 
 def _prepare_13a(line: str) -> str:
@@ -390,4 +390,4 @@ def _tokenize(cps, offsets, mode, flags, intl):
 
 
 __all__ = ["MT_TOKENIZERS", "TokenBatch", "check_tokenizer", "code_points", "tokenize",
-           "tokenize_batch"]
+           "tokenize_mt"]

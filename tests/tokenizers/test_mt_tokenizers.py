@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import ConfigError
-from pipeline.tokenizers.sacrebleu import _CJK, _FLAGS, MT_TOKENIZERS, tokenize, tokenize_batch
+from pipeline.tokenizers.sacrebleu import _CJK, _FLAGS, MT_TOKENIZERS, tokenize, tokenize_mt
 from tests.support.mt_data import bundled_realsumm
 
 pytest.importorskip("sacrebleu")
@@ -31,7 +31,7 @@ def sacre_tokens(name: str, text: str) -> list[str]:
 def test_bundled_texts(name):
     preds, refs = bundled_realsumm(100)
     texts = preds + [r[0] for r in refs]
-    batch = tokenize_batch(texts, tokenizer=name)
+    batch = tokenize_mt(texts, tokenizer=name)
     assert [batch.strings(i) for i in range(len(texts))] == [sacre_tokens(name, t)
                                                              for t in texts]
 
@@ -46,13 +46,13 @@ TEXT = st.lists(CHARS, max_size=40).map("".join)
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(TEXT, min_size=1, max_size=4), name=st.sampled_from(sorted(SACRE)))
 def test_random_texts(texts, name):
-    batch = tokenize_batch(texts, tokenizer=name)
+    batch = tokenize_mt(texts, tokenizer=name)
     for i, text in enumerate(texts):
         assert batch.strings(i) == sacre_tokens(name, text)
 
 
 def test_equal_tokens_share_ids():
-    batch = tokenize_batch(["a b, a", "b a."], tokenizer="13a")
+    batch = tokenize_mt(["a b, a", "b a."], tokenizer="13a")
     assert batch.strings(0) == ["a", "b", ",", "a"] and batch.strings(1) == ["b", "a", "."]
     assert list(batch.ids) == [0, 1, 2, 0, 1, 0, 3] and batch.n_types == 4
 
@@ -74,4 +74,4 @@ def test_one_text_and_unknown_name():
 @pytest.mark.parametrize("name", ["13a", "intl", "zh"])
 def test_text_that_grows_at_every_rewrite(name):
     text = "a." * 3000 + "1-" * 2000 + "$.,中" * 2000 + "x"
-    assert tokenize_batch(["short", text], tokenizer=name).strings(1) == sacre_tokens(name, text)
+    assert tokenize_mt(["short", text], tokenizer=name).strings(1) == sacre_tokens(name, text)
