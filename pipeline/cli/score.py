@@ -42,6 +42,11 @@ class _Choice(click.Choice):
             self.fail(f"{err.message} ({hint})", param, ctx)
 
 
+def _n(count: int, one: str, many: str) -> str:
+    """``1 text has`` / ``2 texts have``: a count with the words that agree with it."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def one_line(err: Exception) -> str:
     """The error's message on one line (messages of pyarrow and others may span several)."""
     return " ".join(part.strip() for part in str(err).splitlines() if part.strip())
@@ -424,23 +429,32 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
             for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
     if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
             and config.get("sentence_split") == "newline":
-        out.append(f"note: {counts['one_line_multi_sentence_texts']} texts have several "
-                   "sentences on one line: rougeLsum splits on newlines only, so for them it "
-                   "equals rougeL (--sentence-split punctuation splits after . ! ?)")
+        n_one_line = counts["one_line_multi_sentence_texts"]
+        out.append(f"note: {_n(n_one_line, 'text has', 'texts have')}"
+                   " several sentences on one line: rougeLsum splits on newlines only, so for "
+                   "them it equals rougeL (--sentence-split punctuation splits after . ! ?)")
     if counts.get("zero_token_texts"):
-        out.append(f"note: {counts['zero_token_texts']} non-empty texts produced no token "
-                   f"with tokenizer {config['tokenizer']} (try --tokenizer unicode)")
+        n_zero_token = counts["zero_token_texts"]
+        out.append(f"note: {_n(n_zero_token, 'non-empty text', 'non-empty texts')}"
+                   f" produced no token with tokenizer {config['tokenizer']} (try --tokenizer "
+                   "unicode)")
+    if counts.get("null_predictions"):
+        n_null = counts["null_predictions"]
+        out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')}"
+                   " null and scored as empty texts (manifest.json counts.null_predictions)")
     skipped = {k: n for k, n in (counts.get("skipped") or {}).items() if n}
     if skipped:
-        out.append(f"note: {sum(skipped.values())} examples left out (" + ", ".join(
-            f"{k.replace('_', ' ')}: {n}" for k, n in skipped.items())
-            + "); their first ids are in manifest.json counts.skipped_ids")
+        out.append(f"note: {_n(sum(skipped.values()), 'example', 'examples')} left out ("
+                   + ", ".join(f"{k.replace('_', ' ')}: {n}" for k, n in skipped.items())
+                   + "); their first ids are in manifest.json counts.skipped_ids")
     if counts.get("missing_predictions_scored_zero"):
-        out.append(f"note: {counts['missing_predictions_scored_zero']} reference ids without a "
-                   "prediction were scored as empty predictions (--on-missing zero)")
+        n_zero = counts["missing_predictions_scored_zero"]
+        out.append(f"note: {_n(n_zero, 'reference id', 'reference ids')} without a prediction "
+                   f"{'was' if n_zero == 1 else 'were'} scored as empty predictions "
+                   "(--on-missing zero)")
     if counts.get("truncated_examples"):
-        out.append(f"note: {counts['truncated_examples']} examples had a text cut at "
-                   f"{config.get('max_tokens')} tokens (column 'truncated')")
+        out.append(f"note: {_n(counts['truncated_examples'], 'example', 'examples')} had a "
+                   f"text cut at {config.get('max_tokens')} tokens (column 'truncated')")
     reused = manifest.get("stages", {}).get("score", {}).get("partitions_reused", 0)
     if manifest.get("resumed"):
         out.append(f"note: resumed an interrupted run: {reused} of {counts['partitions']} "

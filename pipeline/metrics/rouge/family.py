@@ -200,7 +200,8 @@ class Rouge:
             one_line = _count_one_line(texts, np.diff(batch.text_line_offsets))
         if one_line:
             warnings.warn(
-                f"{one_line} texts have several sentences but no newline: rougeLsum "
+                f"{one_line} {'text has' if one_line == 1 else 'texts have'} several "
+                "sentences but no newline: rougeLsum "
                 "splits sentences on '\\n' only, so for them it equals rougeL (put one "
                 "sentence per line, or use sentence_split='punctuation')",
                 SentenceSplitWarning, stacklevel=3)
