@@ -517,9 +517,9 @@ def nightly(
     except (PipelineError, OSError):
         is_file = False
     if is_file:
-        error = InputError(f"ROOT {root} is not a directory",
-                           hint="name a directory (new or holding earlier nights)")
-        return NightlyRun(error.exit_code, "", error=error)
+        not_dir = InputError(f"ROOT {root} is not a directory",
+                             hint="name a directory (new or holding earlier nights)")
+        return NightlyRun(not_dir.exit_code, "", error=not_dir)
     try:
         fs, path = filesystem(run_dir)
         done = fs.get_file_info(f"{path}/_SUCCESS").type.name == "File"
@@ -555,13 +555,13 @@ def nightly(
                 f"{'run' if len(skipped) == 1 else 'runs'} with no measure in common with "
                 f"tonight's: {', '.join(r.path for r in skipped)}")
         elif skipped:
-            error = InputError(f"no earlier run under {root} has a measure in common with "
-                               f"tonight's (the last one: {skipped[0].path})",
-                               hint="compare with a run of your choice with --baseline "
-                                    "RUN_DIR (env BASELINE), or choose the measures with "
-                                    "COMPARE_ARGS=\"--metrics ...\"")
-            log(str(error))
-            return NightlyRun(error.exit_code, run_dir, error=error)
+            none = InputError(f"no earlier run under {root} has a measure in common with "
+                              f"tonight's (the last one: {skipped[0].path})",
+                              hint="compare with a run of your choice with --baseline "
+                                   "RUN_DIR (env BASELINE), or choose the measures with "
+                                   "COMPARE_ARGS=\"--metrics ...\"")
+            log(str(none))
+            return NightlyRun(none.exit_code, run_dir, error=none)
     if baseline is None:
         log(f"no earlier successful run under {root}; nothing to compare with")
         return NightlyRun(0, run_dir)

@@ -246,7 +246,9 @@ def _run_measures(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     except InputError:
         return None
     config = manifest.get("config")
-    metrics = config.get("metrics") if isinstance(config, dict) else None
+    if not isinstance(config, dict):
+        return None
+    metrics = config.get("metrics")
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if not isinstance(metrics, list) or not metrics:
