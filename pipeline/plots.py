@@ -57,10 +57,9 @@ def check_plot_output(path: str) -> None:
     Raises:
         OutputExistsError: ``path`` is a symlink, a directory, or an existing file that is
             not a plot drawn by this package (exit 3; nothing is written).
-        ConfigError: its directory does not exist (exit 2).
 
     """
-    from pipeline.errors import ConfigError, OutputExistsError
+    from pipeline.errors import OutputExistsError
 
     if os.path.islink(path):
         raise OutputExistsError(f"plot {path} is a symlink; refusing to replace it",
@@ -69,11 +68,7 @@ def check_plot_output(path: str) -> None:
         raise OutputExistsError(f"plot {path} is a directory; refusing to replace it",
                                 hint="name a file, e.g. --plot delta.png")
     if not os.path.exists(path):
-        folder = os.path.dirname(path)
-        if folder and not os.path.isdir(folder):
-            raise ConfigError(f"plot {path}: directory {folder} does not exist",
-                              hint="create it first, or name a file in an existing one")
-        return
+        return  # a missing directory fails the drawing only (a warning: the verdict stands)
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)
@@ -106,7 +101,6 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
         InputError: the file cannot be written.
         OutputExistsError: ``path`` exists and is not a plot of ours (see
             :func:`check_plot_output`).
-        ConfigError: its directory does not exist.
 
     """
     from pipeline.compare import ALL_GROUP
