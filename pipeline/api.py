@@ -378,7 +378,8 @@ def compare(
 
     Raises:
         ConfigError: bad settings.
-        InputError: incomplete or unreadable runs or history; the output cannot be written.
+        InputError: incomplete or unreadable runs or history.
+        ExecutionError: the output cannot be written.
         SignatureMismatchError: runs scored differently for a compared measure.
 
     """
@@ -716,6 +717,7 @@ def explain(
     """
     from pipeline.explanation import explain as explain_texts
     from pipeline.explanation import run_settings
+    from pipeline.metrics import registry
 
     settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if metrics is not None:
@@ -744,7 +746,8 @@ def explain(
         raise InputError(f"{run_dir}: the prediction of {run.id_column} {example_id!r} cannot "
                          "be read (the run did not keep texts and its inputs changed)")
     merged = {**run_settings(run.config), **settings}
-    if "rouge155" in settings and metrics is None:  # the flags set the metrics
+    if metrics is None and any(p.key in settings for p in registry.presets()):
+        # a preset given (e.g. ROUGE-1.5.5's flags) sets the metrics
         merged.pop("metrics", None)
     return explain_texts(text, refs, **merged)
 

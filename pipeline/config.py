@@ -219,7 +219,8 @@ class ScoreConfig:
 
 
 # Every key of the config file (and of the manifest's "config"), in to_dict order.
-CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics", "rouge155",
+CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics",
+               *(p.key for p in registry.presets()),
                *(o.key for o in registry.options()),
                "group_by", "keep_columns", "keep_text", "bootstrap", "confidence", "seed",
                "on_missing", "on_empty_references", "max_tokens", "on_long_text",

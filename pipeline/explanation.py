@@ -29,8 +29,10 @@ from pipeline.metrics.explanation import (
 )
 from pipeline.scoring import DEFAULT_METRICS, SCORING_KEYS, ScoringSettings
 
-# Manifest config keys that are not scoring options of one example.
-_NOT_EXPLAINED = ("thresholds", "threshold", "on_long_text", "rouge155")
+# Manifest config keys that are not scoring options of one example (a preset's metrics and
+# options are in the config already).
+_NOT_EXPLAINED = ("thresholds", "threshold", "on_long_text",
+                  *(p.key for p in registry.presets()))
 
 _RULES = {"best-recall": "highest recall, first on ties",
           "best-f": "highest score, first on ties"}
@@ -108,7 +110,7 @@ def explain(prediction: str | None, references: Sequence[str | None], *,
     values = dict(options)
     if metrics is not None:
         values["metrics"] = tuple(metrics)
-    elif values.get("rouge155") is None:
+    elif all(values.get(p.key) is None for p in registry.presets()):
         values["metrics"] = DEFAULT_METRICS
     checked = ScoringSettings.from_values(**values)
     flat = checked.option_map

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -22,13 +22,14 @@ import pyarrow.compute as pc
 from pipeline.config_checks import as_choice, as_names, as_opt_int, as_option, as_str
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
-from pipeline.metrics.base import MetricSpec, reference_lists, text_list
-from pipeline.metrics.rouge.family import SentenceSplitWarning, ZeroTokenWarning
+from pipeline.metrics.base import DataWarning, MetricSpec, reference_lists, text_list
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 ON_LONG_TEXT = ("truncate", "error")
-# Keys of ScoringSettings besides the family options (registry.options()).
-SCORING_KEYS = ("metrics", "rouge155", "max_tokens", "threshold", "on_long_text")
+# Keys of ScoringSettings besides the family options (registry.options()): the families'
+# presets (registry.presets(), e.g. ROUGE-1.5.5's flags) come right after metrics.
+SCORING_KEYS = ("metrics", *(p.key for p in registry.presets()), "max_tokens", "threshold",
+                "on_long_text")
 
 
 @dataclass(frozen=True)
@@ -189,14 +190,13 @@ class ScoringSettings:
         kw: dict[str, Any] = {}
         options: dict[str, Any] = {}
         declared = {o.key: o for o in registry.options()}
-        if values.get("rouge155") is not None:
-            # ROUGE-1.5.5's flags set the metrics and the options they stand for
-            from pipeline.metrics.rouge155.family import parse_rouge155_flags
-
-            metrics, implied, _ = parse_rouge155_flags(as_str("rouge155", values["rouge155"]))
-            values = {**values, "metrics": metrics, **implied}
+        presets = registry.presets()
+        for preset in presets:  # it sets the metrics and the options it stands for
+            if values.get(preset.key) is not None:
+                metrics, implied, _ = preset.expand(as_str(preset.key, values[preset.key]))
+                values = {**values, "metrics": metrics, **implied}
         for key, value in values.items():
-            if key == "rouge155":
+            if any(key == p.key for p in presets):
                 continue
             if key == "metrics":
                 kw["metrics"] = as_names(key, value)
@@ -238,7 +238,8 @@ class ScoringSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML/JSON values keyed as in the config file."""
-        return {"metrics": list(self.metrics), "rouge155": None, **dict(self.options),
+        return {"metrics": list(self.metrics), **{p.key: None for p in registry.presets()},
+                **dict(self.options),
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
 
@@ -254,23 +255,18 @@ class ScoredBatch:
 
     Attributes:
         table: one row per example: ``n_references`` (int32), then per metric the columns
-            of its spec (:meth:`Scorer.output_schema`); for ROUGE ``{metric}_precision``,
-            ``{metric}_recall``, ``{metric}_fmeasure`` (float64 in [0, 1]),
-            ``{metric}_matches``, ``{metric}_prediction_units``,
-            ``{metric}_reference_units`` (int64) and ``{metric}_reference_index`` (int32; -1
+            of its spec (:meth:`Scorer.output_schema`): its measures (float64), its
+            statistics and, when the spec has one, ``{metric}_reference_index`` (int32; -1
             when the rule pools references or there is none).
-        n_zero_token_texts: predictions and references with visible characters but no token.
         truncated: bool, shape (N,): True where the prediction or a reference had more than
             ``max_tokens`` tokens and was cut (None when no limit was set).
-        n_one_line_texts: predictions and references with several sentences but no newline,
-            for which rougeLsum equals rougeL (counted only when rougeLsum is asked for
-            with ``sentence_split="newline"``).
+        counts: the families' data-note counts for the batch, by key (see
+            :class:`pipeline.metrics.base.DataNote`; a key no family counted is absent).
     """
 
     table: pa.Table
-    n_zero_token_texts: int = 0
     truncated: np.ndarray | None = None
-    n_one_line_texts: int = 0
+    counts: Mapping[str, int] = field(default_factory=dict)
 
 
 class Scorer:
@@ -321,7 +317,8 @@ class Scorer:
 
         Returns:
             A :class:`ScoredBatch` with N rows in input order. Families warn about their
-            data (e.g. :class:`ZeroTokenWarning`) once per batch.
+            data (a :class:`~pipeline.metrics.base.DataWarning`, e.g. ROUGE's
+            ``ZeroTokenWarning``) once per batch.
 
         Raises:
             ValueError: predictions and references differ in length.
@@ -363,8 +360,7 @@ class Scorer:
                 counts[k] = counts.get(k, 0) + v
         table = pa.Table.from_arrays(
             [pa.array(columns[f.name], f.type) for f in self._schema], schema=self._schema)
-        return ScoredBatch(table, counts.get("zero_token_texts", 0), truncated,
-                           counts.get("one_line_multi_sentence_texts", 0))
+        return ScoredBatch(table, truncated, counts)
 
 
 def _output_schema(specs: Sequence[MetricSpec]) -> pa.Schema:
@@ -379,6 +375,6 @@ def _output_schema(specs: Sequence[MetricSpec]) -> pa.Schema:
 
 METRICS = registry.names()
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "ON_LONG_TEXT", "SCORING_KEYS", "ScoredBatch",
-           "Scorer", "ScoringSettings", "SentenceSplitWarning", "Threshold", "ZeroTokenWarning",
-           "as_thresholds", "scoring_keys"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "ON_LONG_TEXT", "SCORING_KEYS", "DataWarning",
+           "ScoredBatch", "Scorer", "ScoringSettings", "Threshold", "as_thresholds",
+           "scoring_keys"]

@@ -5,16 +5,14 @@ Example::
     metrics:rouge1+rouge2+rougeL+rougeLsum|tok:rouge-score|stem:none|case:lc|ref:max|nrefs:1|bs:1000-poisson|ci:0.95|seed:12345|maxtok:100000|version:0.1.0
 
 Fields, in order: ``metrics`` (``+``-joined), then the signature fields of each metric
-family of the run, in order of its first metric (only the families the run uses; see each
-family's ``signature_fields``: ROUGE writes ``tok`` (tokenizer), ``stem`` (``none`` or
-``porter``), ``case`` (``lc`` lowercased, ``mixed`` case-sensitive) and ``ref``
-(multi-reference rule)), then ``nrefs`` (references per example, or ``var`` when it
-varies), ``bs`` (bootstrap resamples and method, e.g. ``1000-poisson``, see
-:mod:`pipeline.stats`; 0 = off), ``ci`` (confidence level), ``seed``
-(bootstrap seed), then ``split:punct`` (rougeLsum's punctuation sentence splitting) and
-``maxtok`` (texts cut at that many tokens, when a family of the run cuts them), where they
-have been since the first version, and ``version`` last. Reference: Post
-(2018), "A Call for Clarity in Reporting BLEU Scores" (sacrebleu signatures).
+family of the run, in order of its first metric (only the families the run uses; each
+family's ``signature_fields`` says which, e.g. ROUGE's tokenizer, stemmer, case and
+multi-reference rule), then ``nrefs`` (references per example, or ``var`` when it varies),
+``bs`` (bootstrap resamples and method, e.g. ``1000-poisson``, see :mod:`pipeline.stats`;
+0 = off), ``ci`` (confidence level), ``seed`` (bootstrap seed), then the fields a family
+declares as trailing (``trailing_signature_fields``: ROUGE's ``split`` and ``maxtok``, where
+they have been since the first version), and ``version`` last. Reference: Post (2018), "A
+Call for Clarity in Reporting BLEU Scores" (sacrebleu signatures).
 
 Comparing: two runs' scores are comparable when their :func:`score_fields` agree: every
 field except those describing the run or its inputs (:data:`NON_SCORE_FIELDS`), so a field a
@@ -29,14 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Fields that decide scores in every signature written so far (checked first, in this order).
-SCORE_FIELDS = ("metrics", "tok", "stem", "case", "ref")
+# The field that decides scores in every signature (checked first); the families' fields
+# follow, in the order the signatures write them.
+SCORE_FIELDS = ("metrics",)
 # Fields that describe the run or its inputs, not how a score is computed: a difference is
 # reported as a note, never refused.
 NON_SCORE_FIELDS = ("nrefs", "bs", "ci", "seed", "version")
-# Family fields written after ``seed``, where they have been since the first version (so
-# that every ROUGE signature reads as before).
-_LATE_FIELDS = ("split", "maxtok")
 
 
 @dataclass(frozen=True)
@@ -109,7 +105,7 @@ def build_signature(
     from pipeline.metrics import registry
 
     family = registry.signature_fields(metrics, options)
-    late = [(k, family.pop(k)) for k in _LATE_FIELDS if k in family]
+    late = [(k, family.pop(k)) for k in registry.trailing_signature_fields() if k in family]
     parts: list[tuple[str, str]] = [("metrics", "+".join(metrics)), *family.items(),
                                     ("nrefs", str(n_references)),
                                     ("bs", f"{n_bootstrap}-poisson" if n_bootstrap else "0"),
@@ -122,9 +118,9 @@ def build_signature(
 def score_fields(baseline: Signature, candidate: Signature) -> tuple[str, ...]:
     """Return the signature fields that decide how scores are computed, for two signatures.
 
-    :data:`SCORE_FIELDS` (metrics, tokenizer, stemmer, case, multi-reference rule), then any
-    further field either signature has that is not in :data:`NON_SCORE_FIELDS` (a family's
-    or a later setting's field, e.g. ``split`` or ``bleu.tok``).
+    :data:`SCORE_FIELDS` (``metrics``), then every further field either signature has (the
+    baseline's first, in signature order) that is not in :data:`NON_SCORE_FIELDS`: the
+    families' fields, e.g. ROUGE's ``tok`` or BLEU's ``bleu-tok``.
     """
     extra = [k for sig in (baseline, candidate) for k, _ in sig.fields
              if k not in SCORE_FIELDS and k not in NON_SCORE_FIELDS]

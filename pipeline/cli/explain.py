@@ -15,11 +15,14 @@ from pipeline.errors import PipelineError
 
 
 def _family_options(fn: Any) -> Any:
-    """Every family option's flag (from the metric registry), as ``overlap score`` has them."""
+    """Every family preset and option flag (from the registry), as ``overlap score`` has them."""
     from pipeline.metrics import registry
 
     for option in reversed(registry.options()):
         fn = _family_option(option)(fn)
+    for preset in reversed(registry.presets()):
+        fn = click.option(preset.flag, preset.key, metavar="TEXT", default=None,
+                          help=preset.help)(fn)
     return fn
 
 
@@ -39,8 +42,6 @@ Details: docs/explain.md.""")
 @click.option("--metrics", metavar="NAME[,NAME]", default=None,
               help="Comma-separated metrics of any family.  [default: the run's, else "
                    "rouge1,rouge2,rougeL,rougeLsum]")
-@click.option("--rouge155", metavar="FLAGS", default=None,
-              help="The ROUGE-1.5.5 Perl script's flags, quoted, as for overlap score.")
 @_family_options
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
               help="Cut texts to N tokens (ROUGE).  [default: the run's, else no limit]")

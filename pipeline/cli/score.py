@@ -78,10 +78,7 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--metrics", metavar="NAME[,NAME]",
                      help=f"Comma-separated metrics: {_names_help(registry.names())}.  "
                           f"[default: {','.join(DEFAULT_METRICS)}]"),
-        click.option("--rouge155", metavar="FLAGS",
-                     help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 "
-                          "-2 4 -U -m -f A\"): sets the metrics and options the script "
-                          "would use (tokenizer rouge155); see docs/metrics.md."),
+        *(click.option(p.flag, p.key, metavar="TEXT", help=p.help) for p in registry.presets()),
         *(_family_option(o) for o in registry.options()),
         click.option("--max-tokens", type=int, metavar="N",
                      help="Cut texts longer than N tokens before ROUGE (signature "
@@ -119,14 +116,17 @@ def _settings(config_file: str | None, flags: dict[str, Any]) -> Any:
     return resolve_config(file_values, flags)
 
 
-def _rouge155_mapping(flags: str) -> list[str]:
-    """What ROUGE-1.5.5 flags stand for, as lines (notes on ignored flags first)."""
-    from pipeline.metrics.rouge155.family import parse_rouge155_flags
+def preset_lines(flags: dict[str, Any]) -> list[str]:
+    """What the presets given (e.g. ``--rouge155``) stand for, as lines (notes first).
 
-    metrics, options, notes = parse_rouge155_flags(flags)
-    return [f"note: {n}" for n in notes] + [
-        f"rouge155 {flags!r} -> metrics: {','.join(metrics)}",
-        "  options: " + ", ".join(f"{k}={v}" for k, v in options.items())]
+    Raises:
+        ConfigError: a preset's text it refuses.
+
+    """
+    from pipeline.metrics import registry
+
+    return [line for p in registry.presets() if flags.get(p.key)
+            for line in p.describe(flags[p.key])]
 
 
 _SCORE_EPILOG = """\b
@@ -209,8 +209,8 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     progress = _Progress() if sys.stderr.isatty() else None
     try:
         config = _settings(config_file, flags)
-        if flags.get("rouge155"):
-            for line in _rouge155_mapping(flags["rouge155"])[:-2]:
+        for line in preset_lines(flags):
+            if line.startswith("note: "):
                 click.echo(line, err=True)
         # Only the result goes to stdout: whatever prints during the run (Ray reports a
         # task's retry, with its traceback, on stdout) goes to stderr.
@@ -248,12 +248,12 @@ def signature_command(ctx: click.Context, config_file: str | None, n_references:
     The string every result of a run with these settings carries (Parquet metadata,
     manifest.json); compare refuses runs whose signatures differ in a compared measure.
 
-    With --rouge155, first what the script's flags stand for (metrics and options).
+    With a preset (--rouge155), first what it stands for (metrics and options).
     """
     try:
         config = _settings(config_file, flags)
-        if flags.get("rouge155"):
-            click.echo("\n".join(_rouge155_mapping(flags["rouge155"])))
+        for line in preset_lines(flags):
+            click.echo(line)
         if n_references != "var" and not (n_references.isdigit() and int(n_references) > 0):
             raise click.BadParameter("expected a positive integer or 'var'",
                                      param_hint="--n-references")
@@ -427,17 +427,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
     ]
     out += [f"{m}: {a.breakdown_text}"  # the corpus score's parts, as sacrebleu prints them
             for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
-    if counts.get("one_line_multi_sentence_texts") and "rougeLsum" in metrics \
-            and config.get("sentence_split") == "newline":
-        n_one_line = counts["one_line_multi_sentence_texts"]
-        out.append(f"note: {_n(n_one_line, 'text has', 'texts have')}"
-                   " several sentences on one line: rougeLsum splits on newlines only, so for "
-                   "them it equals rougeL (--sentence-split punctuation splits after . ! ?)")
-    if counts.get("zero_token_texts"):
-        n_zero_token = counts["zero_token_texts"]
-        out.append(f"note: {_n(n_zero_token, 'non-empty text', 'non-empty texts')}"
-                   f" produced no token with tokenizer {config['tokenizer']} (try --tokenizer "
-                   "unicode)")
+    out += [f"note: {note.text(counts[note.key], config)}" for note in registry.data_notes()
+            if counts.get(note.key)]
     if counts.get("null_predictions"):
         n_null = counts["null_predictions"]
         out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')}"

@@ -33,7 +33,6 @@ from pipeline.compare.comparison import RunComparison, compare_runs, run_specs
 from pipeline.compare.drift import DRIFT_METHOD, cusum, drift_rows, ewma
 from pipeline.compare.history import History, Night, read_history, read_history_table
 from pipeline.compare.measures import (
-    MEASURE_NAMES,
     Measure,
     describe,
     measure_column,
@@ -74,7 +73,7 @@ __all__ = ["ADJUST_METHODS", "ALARM_KINDS", "BAND_MULTIPLIER", "DEFAULT_ADJUST",
            "learn_bands", "measure_floors", "read_history", "read_history_table",
            "with_history", "ALL_GROUP", "DEFAULT_BAND", "DEFAULT_CONFIDENCE", "DEFAULT_MAX_MISSING",
            "DEFAULT_N_BOOTSTRAP", "DEFAULT_SEED", "DEFAULT_TOP", "INTERVAL_METHOD",
-           "MDE_METHOD", "MEASURE_NAMES", "NON_SCORE_FIELDS", "ROW_COLUMNS", "TEST_METHOD",
+           "MDE_METHOD", "NON_SCORE_FIELDS", "ROW_COLUMNS", "TEST_METHOD",
            "Comparison", "Measure", "PairedTest", "RunComparison", "bootstrap_mean_differences",
            "check_signatures", "compare_examples", "compare_runs", "describe", "is_alarm",
            "is_missing", "measure_column", "measures_in", "paired_resampling", "paired_test",

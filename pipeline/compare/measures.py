@@ -14,12 +14,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pipeline.errors import ConfigError, InputError
+from pipeline.metrics import registry
 from pipeline.metrics.base import MetricSpec
 
-MEASURE_NAMES = ("precision", "recall", "fmeasure")
 _MEASURE_RE = re.compile(r"^(?P<metric>[A-Za-z][A-Za-z0-9_]*)\.(?P<measure>[A-Za-z][A-Za-z0-9_]*)$")
-_COLUMN_RE = re.compile(
-    r"^(?P<metric>[A-Za-z][A-Za-z0-9]*)_(?P<measure>precision|recall|fmeasure)$")
 
 
 @dataclass(frozen=True)
@@ -71,16 +69,26 @@ def measure_column(measure: str) -> str:
 
 
 def measures_in(columns: Iterable[str]) -> tuple[str, ...]:
-    """Measures named by ROUGE-style ``{metric}_{precision|recall|fmeasure}`` columns.
+    """Measures named by ``{metric}_{measure}`` columns, as the families' specs name them.
 
-    The fallback for runs whose manifest does not list their metrics.
+    The fallback for runs whose manifest does not list their metrics (see
+    :func:`pipeline.metrics.registry.measure_of_column`).
     """
     found = []
     for name in columns:
-        match = _COLUMN_RE.match(name)
-        if match:
-            found.append(f"{match.group('metric')}.{match.group('measure')}")
+        pair = registry.measure_of_column(name)
+        if pair is not None:
+            found.append(".".join(pair))
     return tuple(found)
+
+
+def _primary(measure: str) -> bool:
+    """True when ``METRIC.MEASURE`` is its metric's primary measure (default options)."""
+    metric, name = split_measure(measure)
+    try:
+        return registry.spec(metric, {}).primary == name
+    except ConfigError:
+        return False
 
 
 def measures_of(specs: Sequence[MetricSpec]) -> tuple[str, ...]:
@@ -121,7 +129,7 @@ def resolve_measures(
         baseline_measures: measures the baseline run has.
         candidate_measures: measures the candidate run has.
         default: the measures compared when none is requested, kept when both runs have
-            them (default: every ``fmeasure``).
+            them (default: each metric's primary measure, as its family's spec says).
 
     Returns:
         The measures, duplicates removed, in request order.
@@ -134,7 +142,7 @@ def resolve_measures(
     common = [m for m in baseline_measures if m in set(candidate_measures)]
     if not requested:
         chosen = [m for m in common if m in set(default)] if default is not None else \
-            [m for m in common if m.endswith(".fmeasure")]
+            [m for m in common if _primary(m)]
         if not chosen:
             raise InputError("the two runs have no measure to compare in common "
                              f"(baseline: {', '.join(baseline_measures) or 'none'}; "
@@ -156,5 +164,5 @@ def resolve_measures(
     return tuple(out)
 
 
-__all__ = ["MEASURE_NAMES", "Measure", "describe", "measure_column", "measures_in",
+__all__ = ["Measure", "describe", "measure_column", "measures_in",
            "measures_of", "primary_measures", "resolve_measures", "split_measure"]

@@ -26,6 +26,7 @@ from pipeline.engine.run import (
 )
 from pipeline.engine.tasks import SKIP_REASONS, PartitionResult
 from pipeline.io.write import EXAMPLES_DIR, OutputDir
+from pipeline.metrics.registry import data_notes
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ def _counts(plan: Plan, ran: Execution, parts: list[PartitionResult]) -> dict[st
         "missing_predictions_scored_zero": sum(p.n_missing_predictions for p in ran.parts),
         "truncated_examples": sum(p.n_truncated for p in ran.parts),
         "null_predictions": sum(p.n_null_predictions for p in ran.parts),
-        "zero_token_texts": sum(p.n_zero_token_texts for p in ran.parts),
-        "one_line_multi_sentence_texts": sum(p.n_one_line_texts for p in ran.parts),
+        **{note.key: sum(p.counts.get(note.key, 0) for p in ran.parts)
+           for note in data_notes()},
         "n_references": ran.n_references,
         "partitions": plan.n_partitions,
         "prediction_units": len(plan.prediction_units),

@@ -52,7 +52,7 @@ from pipeline.io.schema import (
     normalize,
 )
 from pipeline.io.write import write_json, write_parquet
-from pipeline.scoring import Scorer, ScoringSettings, SentenceSplitWarning, ZeroTokenWarning
+from pipeline.scoring import DataWarning, Scorer, ScoringSettings
 
 # Rows scored per call of the scorer: bounds the tokenizer's working memory.
 SCORE_BATCH_ROWS = 8192
@@ -167,9 +167,6 @@ class PartitionResult:
         num_rows: examples written.
         size_bytes: size of the written file.
         n_null_predictions: null predictions (scored as empty texts).
-        n_zero_token_texts: non-empty texts that produced no token.
-        n_one_line_texts: texts with several sentences on one line (rougeLsum equals rougeL
-            for them unless ``sentence_split`` is ``punctuation``).
         seconds: time spent in the task.
         n_truncated: examples with a text cut at ``max_tokens``.
         n_missing_predictions: reference ids without a prediction, scored as an empty
@@ -178,6 +175,8 @@ class PartitionResult:
         where: where the task ran (:func:`worker_location`).
         n_groups: distinct values of the task's ``group_by`` columns among the examples
             (0 without groups): what the aggregate costs per file.
+        counts: the families' data-note counts, by key (see
+            :class:`pipeline.metrics.base.DataNote`).
 
     """
 
@@ -186,14 +185,13 @@ class PartitionResult:
     num_rows: int
     size_bytes: int
     n_null_predictions: int
-    n_zero_token_texts: int
-    n_one_line_texts: int
     seconds: float
     n_truncated: int = 0
     n_missing_predictions: int = 0
     problems: Problems = field(default_factory=Problems)
     where: dict[str, Any] = field(default_factory=dict)
     n_groups: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -571,23 +569,24 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
     if n == 0:
         if task.faults is not None:
             task.faults.before_write(index)
-        return _completed(task, PartitionResult(index, None, 0, 0, 0, 0, 0,
+        return _completed(task, PartitionResult(index, None, 0, 0, 0,
                                                 time.perf_counter() - start))
     scorer = _scorer(settings)
     texts = preds.column(spec.prediction_column).combine_chunks()
-    scored, cut, zero_token, one_line = [], [], 0, 0
+    scored: list[pa.Table] = []
+    cut: list[np.ndarray] = []
+    counts: dict[str, int] = {}
     with warnings.catch_warnings(record=True) as caught:
         # The scorer's data warnings become counts in the manifest, not worker log lines.
-        warnings.simplefilter("ignore", SentenceSplitWarning)
-        warnings.simplefilter("ignore", ZeroTokenWarning)
+        warnings.simplefilter("ignore", DataWarning)
         for lo in range(0, n, SCORE_BATCH_ROWS):
             batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
                                        joined.references.slice(lo, SCORE_BATCH_ROWS))
             scored.append(batch.table)
             cut.append(batch.truncated if batch.truncated is not None
                        else np.zeros(batch.table.num_rows, dtype=bool))
-            zero_token += batch.n_zero_token_texts
-            one_line += batch.n_one_line_texts
+            for key, value in batch.counts.items():
+                counts[key] = counts.get(key, 0) + int(value)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     truncated = np.concatenate(cut)
@@ -595,7 +594,7 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
     if settings.on_long_text == "error" and truncated.any():
         long = Problems()
         long.add("long_text", preds.column(spec.id_column).filter(pa.array(truncated)))
-        return PartitionResult(index, None, 0, 0, 0, 0, 0, time.perf_counter() - start,
+        return PartitionResult(index, None, 0, 0, 0, time.perf_counter() - start,
                                problems=long)
     scores = pa.concat_tables(scored).combine_chunks()
     columns: list[pa.Array | pa.ChunkedArray] = [
@@ -623,9 +622,9 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
                                                             use_threads=False)
                 .aggregate([]).num_rows if task.group_by else 0)
     return _completed(task, PartitionResult(
-        index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count - n_missing, zero_token,
-        one_line, time.perf_counter() - start, n_truncated=int(truncated.sum()),
-        n_missing_predictions=n_missing, n_groups=n_groups))
+        index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count - n_missing,
+        time.perf_counter() - start, n_truncated=int(truncated.sum()),
+        n_missing_predictions=n_missing, n_groups=n_groups, counts=counts))
 
 
 def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:

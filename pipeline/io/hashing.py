@@ -1,7 +1,8 @@
 """Compiled hash kernels for partitioning example ids (see :mod:`pipeline.io.partition`).
 
 FNV-1a 64 over bytes, then the SplitMix64 finalizer (Steele, Lea & Flood 2014), which
-spreads low-entropy inputs. Loaded through :func:`pipeline.compiled.kernel`.
+spreads low-entropy inputs; the finalizer is the bootstrap's own (:mod:`pipeline.resampling`),
+one copy for both. Loaded through :func:`pipeline.compiled.kernel`.
 """
 
 from __future__ import annotations
@@ -9,15 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.resampling import _mix64
+
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
-
-
-@njit(cache=True, nogil=True)
-def _mix64(x):
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
 
 
 @njit(cache=True, nogil=True)

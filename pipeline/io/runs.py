@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import posixpath
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +41,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError, OutputExistsError
+from pipeline.errors import ExecutionError, InputError, OutputExistsError
 from pipeline.io.manifest import check_manifest, input_files, read_manifest
 from pipeline.io.read import input_dataset
 from pipeline.io.schema import RUN_ID_KEY
@@ -427,13 +426,6 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
     return texts, note
 
 
-def _write_atomic(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    with fs.open_output_stream(tmp) as fh:
-        fh.write(data)
-    fs.move(tmp, path)
-
-
 def _is_our_comparison_file(fs: pafs.FileSystem, path: str, name: str) -> bool:
     """Tell whether ``path`` is a ``compare.json``/``compare.parquet`` that compare wrote.
 
@@ -500,9 +492,10 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
                      ) -> tuple[str, str]:
     """Write ``compare.parquet`` and ``compare.json`` into a directory (created if needed).
 
-    Each file is written under a temporary name and renamed into place, so a reader never
-    sees a half-written file; existing files of the same names are replaced only when
-    compare wrote them (:func:`check_comparison_output`).
+    Each file is written under a temporary name and renamed into place
+    (:func:`pipeline.io.write.write_bytes`), so a reader never sees a half-written file;
+    existing files of the same names are replaced only when compare wrote them
+    (:func:`check_comparison_output`).
 
     Args:
         output_dir: the directory (local path or URI).
@@ -514,23 +507,26 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
 
     Raises:
         OutputExistsError: see :func:`check_comparison_output` (exit 3; nothing written).
-        InputError: the directory cannot be created or written.
+        ExecutionError: the storage refused to create the directory or a write (as for
+            every file the package writes).
 
     """
+    from pipeline.io.files import locate
+    from pipeline.io.write import write_bytes, write_text
+
     check_comparison_output(output_dir)
-    fs, root = filesystem(output_dir)
-    parquet_path = posixpath.join(root, COMPARE_PARQUET)
-    json_path = posixpath.join(root, COMPARE_JSON)
+    root = locate(output_dir)
     try:
-        fs.create_dir(root, recursive=True)
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        _write_atomic(fs, parquet_path, sink.getvalue().to_pybytes())
-        text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-        _write_atomic(fs, json_path, text.encode("utf-8"))
+        root.fs.create_dir(root.path, recursive=True)
     except OSError as err:
-        raise InputError(f"cannot write the comparison to {output_dir}: {err}") from err
-    return parquet_path, json_path
+        raise ExecutionError(f"cannot write the comparison to {output_dir}: {err}") from None
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    parquet, json_file = root.child(COMPARE_PARQUET), root.child(COMPARE_JSON)
+    write_bytes(sink.getvalue().to_pybytes(), parquet)
+    write_text(json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n",
+               json_file)
+    return parquet.path, json_file.path
 
 
 __all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "check_comparison_output", "filesystem",

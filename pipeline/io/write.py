@@ -95,8 +95,11 @@ def write_parquet(table: pa.Table, loc: Location, *,
         raise ExecutionError(f"cannot write {loc.uri}: {e}") from None
 
 
-def write_text(text: str, loc: Location) -> None:
-    """Write a small text file via a temporary name and a rename.
+def write_bytes(data: bytes, loc: Location) -> None:
+    """Write a file via a temporary name and a rename: a reader sees all of it or none.
+
+    The one atomic write of the package (every file it writes goes through here or
+    :func:`write_parquet`, which shares the temporary name).
 
     Raises:
         ExecutionError: the storage refused the write.
@@ -105,10 +108,20 @@ def write_text(text: str, loc: Location) -> None:
     tmp = _tmp_name(loc)
     try:
         with loc.fs.open_output_stream(tmp.path) as fh:
-            fh.write(text.encode("utf-8"))
+            fh.write(data)
         loc.fs.move(tmp.path, loc.path)
     except OSError as e:
         raise ExecutionError(f"cannot write {loc.uri}: {e}") from None
+
+
+def write_text(text: str, loc: Location) -> None:
+    """Write a small text file (UTF-8) atomically (see :func:`write_bytes`).
+
+    Raises:
+        ExecutionError: the storage refused the write.
+
+    """
+    write_bytes(text.encode("utf-8"), loc)
 
 
 # The first lines of every HTML file ``overlap report`` writes: a later report replaces only

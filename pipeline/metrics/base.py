@@ -17,13 +17,19 @@ Column naming in the per-example output: ``{name}_{measure}`` (float64) for each
 A family's settings are :class:`Option` declarations: each is a key of the settings object,
 of the config file and a command-line flag (``bleu_tokenize`` is ``--bleu-tokenize``), so a
 new family adds its options without touching the settings, the CLI or the config reader.
+Likewise its :class:`DataNote` declarations (counts it keeps about the data, and what each
+means to a user) reach the manifest, the summary and the report, and its signature fields
+the signature, without a line elsewhere. :class:`Family` holds what every family shares
+(``serves``, option reading, the statistics-to-columns copy); ``docs/adding-a-metric.md``
+walks through a new family.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -131,6 +137,85 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Preset:
+    """A setting of a family that stands for metrics and option values at once.
+
+    E.g. ROUGE-1.5.5's ``rouge155`` (the Perl script's flags, ``"-n 4 -w 1.2 -2 4 -U -f A"``).
+    Like an option, its key is a settings and config-file key; given (not None), the metrics
+    and options it expands to replace those given beside it.
+
+    Attributes:
+        key: the settings key, e.g. ``rouge155``; the flag is ``--rouge155``.
+        expand: the text -> (metric names in output order, option values by key, notes on
+            parts of the text that change nothing). Raises ``ConfigError`` for text it
+            refuses.
+        help: one sentence for ``--help``.
+
+    """
+
+    key: str
+    expand: Callable[[str], tuple[tuple[str, ...], dict[str, Any], list[str]]]
+    help: str = ""
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag, ``--`` and the key with ``-`` for ``_``."""
+        return "--" + self.key.replace("_", "-")
+
+    def describe(self, text: str) -> list[str]:
+        """What ``text`` stands for, as lines: notes, then the metrics, then the options.
+
+        Raises:
+            ConfigError: text the preset refuses.
+
+        """
+        metrics, options, notes = self.expand(text)
+        return [f"note: {n}" for n in notes] + [
+            f"{self.key} {text!r} -> metrics: {','.join(metrics)}",
+            "  options: " + ", ".join(f"{k}={v}" for k, v in options.items())]
+
+
+class DataWarning(UserWarning):
+    """A family's warning about the data of a batch (its count is a :class:`DataNote`).
+
+    A run counts these in its manifest instead of printing them per batch, so the engine
+    silences this class (and its subclasses, e.g. ROUGE's ``ZeroTokenWarning``) in workers.
+    """
+
+
+@dataclass(frozen=True)
+class DataNote:
+    """A count a family keeps about the data, and what it tells a user.
+
+    The count is summed over batches and partitions and written in the manifest's
+    ``counts`` under ``key`` (0 when the run did not count it); the summary of ``overlap
+    score`` and the report print :meth:`text` when it is not 0.
+
+    Attributes:
+        key: the count's key in :attr:`FamilyScores.counts` and the manifest's ``counts``,
+            e.g. ``zero_token_texts``.
+        message: the note, a :meth:`str.format` template over ``n`` (the count) and the
+            run's config keys (e.g. ``{tokenizer}``).
+        message_one: the note when ``n`` is 1, its words agreeing (default: ``message``).
+
+    """
+
+    key: str
+    message: str
+    message_one: str | None = None
+
+    def text(self, n: int, config: Mapping[str, Any]) -> str:
+        """The note for a count of ``n`` under a run's config (its manifest's ``config``)."""
+        template = self.message_one if n == 1 and self.message_one else self.message
+        return template.format_map(_Missing({**config, "n": n}))
+
+
+class _Missing(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+@dataclass(frozen=True)
 class FamilyScores:
     """What a family's ``score`` returns for one batch.
 
@@ -139,8 +224,9 @@ class FamilyScores:
             metrics' specs (measures, statistics, reference index).
         truncated: bool (N,): the example had a text cut at ``max_tokens`` (None when the
             family cuts nothing).
-        counts: data-warning counts, keyed as in the manifest's ``counts`` (e.g.
-            ``zero_token_texts``); summed over families and batches.
+        counts: data-note counts, keyed as the family's :class:`DataNote` declarations (and
+            the manifest's ``counts``), e.g. ``zero_token_texts``; summed over families and
+            batches.
 
     """
 
@@ -161,6 +247,13 @@ class MetricFamily(Protocol):
         names: the metric names it serves as listed in ``--help`` and "did you mean" hints
             (a family serving names by pattern lists the usual ones).
         options: its settings (keys shared with another family must be declared alike).
+        presets: its :class:`Preset` declarations (usually none).
+        notes: its :class:`DataNote` declarations (the keys of :attr:`FamilyScores.counts`
+            it fills).
+        trailing_signature_fields: keys of its signature fields written after ``seed``
+            (see :func:`pipeline.signature.build_signature`); usually none.
+
+    Subclass :class:`Family` for ``serves``, option reading and the empty defaults.
 
     Optional attribute ``reads_arrow = True``: ``score`` also takes the batch as Arrow
     arrays (a string array and a list<string> array, nulls as in the input; see
@@ -183,6 +276,12 @@ class MetricFamily(Protocol):
     def names(self) -> tuple[str, ...]: ...  # noqa: D102
     @property
     def options(self) -> tuple[Option, ...]: ...  # noqa: D102
+    @property
+    def presets(self) -> tuple[Preset, ...]: ...  # noqa: D102
+    @property
+    def notes(self) -> tuple[DataNote, ...]: ...  # noqa: D102
+    @property
+    def trailing_signature_fields(self) -> tuple[str, ...]: ...  # noqa: D102
 
     def serves(self, metric: str) -> bool:
         """True when ``metric`` is one of this family's names (e.g. ``rouge7``)."""
@@ -221,6 +320,80 @@ class MetricFamily(Protocol):
 
         """
         ...
+
+
+class Family:
+    """What every family shares; a family subclasses it and adds ``spec`` and ``score``.
+
+    In the spirit of sacrebleu's ``metrics/base.py`` ``Metric``: the class attributes
+    declare the family (see :class:`MetricFamily` for their meaning) and the methods here
+    are the parts every family had written out again.
+
+    Attributes:
+        name: the registry name, e.g. ``bleu``.
+        names: the metric names it serves (and lists in help texts).
+        pattern: when set, the names it serves are those this pattern matches in full
+            (e.g. ``rouge([1-9])|rougeL|rougeLsum``); otherwise exactly ``names``.
+        options: its settings.
+        presets: its settings that stand for metrics and options at once (:class:`Preset`).
+        notes: its data notes, in the order they are written and printed.
+        trailing_signature_fields: signature fields written after ``seed`` rather than
+            after ``metrics`` (where ROUGE's ``split`` and ``maxtok`` have always been).
+
+    """
+
+    name: ClassVar[str] = ""
+    names: ClassVar[tuple[str, ...]] = ()
+    pattern: ClassVar[re.Pattern[str] | None] = None
+    options: ClassVar[tuple[Option, ...]] = ()
+    presets: ClassVar[tuple[Preset, ...]] = ()
+    notes: ClassVar[tuple[DataNote, ...]] = ()
+    trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
+
+    def serves(self, metric: str) -> bool:
+        """True when ``metric`` is one of this family's names (:attr:`pattern` or ``names``)."""
+        if self.pattern is not None:
+            return self.pattern.fullmatch(metric) is not None
+        return metric in self.names
+
+    def option(self, options: Mapping[str, Any], key: str) -> Any:
+        """The value of this family's option ``key`` in ``options``, else its default.
+
+        Raises:
+            KeyError: ``key`` is not one of :attr:`options`.
+
+        """
+        for declared in self.options:
+            if declared.key == key:
+                return options.get(key, declared.default)
+        raise KeyError(f"{self.name} has no option {key!r}")
+
+    def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
+        """Signature ``key: value`` fields of this family's options (none by default)."""
+        return {}
+
+    @staticmethod
+    def statistic_columns(metric: str, statistics: Sequence[tuple[str, str]],
+                          values: np.ndarray) -> dict[str, np.ndarray]:
+        """``{metric}_{statistic}`` columns from a per-example statistics array.
+
+        Args:
+            metric: the metric name.
+            statistics: the spec's ``(name, type)`` pairs, in ``values``' column order.
+            values: shape (N, S) with S = len(statistics).
+
+        Returns:
+            One contiguous array of length N per statistic.
+
+        """
+        return {f"{metric}_{stat}": np.ascontiguousarray(values[:, j])
+                for j, (stat, _) in enumerate(statistics)}
+
+    @staticmethod
+    def columns_of(columns: Mapping[str, np.ndarray], metrics: Sequence[str]
+                   ) -> dict[str, np.ndarray]:
+        """The columns of ``metrics`` (named ``{metric}_...``) among ``columns``, in order."""
+        return {c: v for c, v in columns.items() if any(c.startswith(f"{m}_") for m in metrics)}
 
 
 def reference_lists(references: Any) -> list[list[str | None]]:
@@ -263,5 +436,5 @@ def text_list(texts: Any) -> list[str | None]:
     return list(texts)
 
 
-__all__ = ["CorpusScore", "FamilyScores", "MetricFamily", "MetricSpec", "Option",
-           "reference_lists", "text_list"]
+__all__ = ["CorpusScore", "DataNote", "DataWarning", "Family", "FamilyScores", "MetricFamily",
+           "MetricSpec", "Option", "Preset", "reference_lists", "text_list"]

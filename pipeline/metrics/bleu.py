@@ -25,8 +25,15 @@ import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.metrics.hashing import extend_hash, probe, start_hash, table_mask
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics.hashing import (
+    clear,
+    extend_hash,
+    probe,
+    start_hash,
+    table_mask,
+    take_at,
+)
 from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_batch
 
 MAX_ORDER = 4
@@ -297,14 +304,11 @@ def _segment_statistics(ids, offsets, n_predictions, ref_offsets):
             h = start_hash()
             for n in range(min(MAX_ORDER, hyp_lo + hyp_len - p)):
                 h = extend_hash(h, ids[p + n])
-                s = probe(ids, p, n, h, slot_pos, slot_order, mask)
-                if slot_pos[s] != -1 and slot_clip[s] > 0:
-                    slot_clip[s] -= 1
-                    out[i, 2 + n] += 1
+                out[i, 2 + n] += take_at(slot_pos, slot_clip,
+                                         probe(ids, p, n, h, slot_pos, slot_order, mask))
         for n in range(MAX_ORDER):
             out[i, 2 + MAX_ORDER + n] = max(hyp_len - n, 0)
-        for u in range(n_used):
-            slot_pos[used[u]] = -1
+        clear(slot_pos, used, n_used)
     return out
 
 
@@ -367,26 +371,21 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                                 effective_order=True)
 
 
-class BleuFamily:
+class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
     names = NAMES
     options = OPTIONS
 
-    def serves(self, metric: str) -> bool:
-        """True for ``bleu``."""
-        return metric in NAMES
-
-    @staticmethod
-    def _options(options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
-        opts = {o.key: options.get(o.key, o.default) for o in OPTIONS}
-        tokenize = str(opts["bleu_tokenize"])
+    def _options(self, options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
+        tokenize = str(self.option(options, "bleu_tokenize"))
         if tokenize not in MT_TOKENIZERS:
             check_tokenizer(tokenize)
-        smooth = str(opts["bleu_smooth"])
-        _smooth(smooth, opts["bleu_smooth_value"])
-        return tokenize, smooth, opts["bleu_smooth_value"], bool(opts["bleu_lowercase"])
+        smooth = str(self.option(options, "bleu_smooth"))
+        smooth_value = self.option(options, "bleu_smooth_value")
+        _smooth(smooth, smooth_value)
+        return tokenize, smooth, smooth_value, bool(self.option(options, "bleu_lowercase"))
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """The spec of ``bleu``: measure ``score`` (0-100), sacrebleu's statistics.
@@ -426,11 +425,9 @@ class BleuFamily:
                                 lowercase=lowercase)
         columns = {"bleu_score": bleu_from_statistics(stats, smooth=smooth,
                                                       smooth_value=smooth_value,
-                                                      effective_order=True)}
-        for j, (stat, _) in enumerate(STATISTICS):
-            columns[f"bleu_{stat}"] = np.ascontiguousarray(stats[:, j])
-        return FamilyScores({c: v for m in metrics for c, v in columns.items()
-                             if c.startswith(f"{m}_")})
+                                                      effective_order=True),
+                   **self.statistic_columns("bleu", STATISTICS, stats)}
+        return FamilyScores(self.columns_of(columns, metrics))
 
     def explain(self, prediction: str | None, references: Sequence[str | None],
                 metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,16 @@ from typing import Any
 import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
-from pipeline.metrics.hashing import extend_hash, probe, start_hash, table_mask
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics.hashing import (
+    clear,
+    count_at,
+    extend_hash,
+    probe,
+    start_hash,
+    table_mask,
+    take_at,
+)
 from pipeline.tokenizers.sacrebleu import tokenize_batch
 
 NAMES = ("chrf", "chrfpp")
@@ -133,25 +141,17 @@ def _pair_stats(ids, hyp_lo, hyp_len, ref_lo, ref_len, max_order, slot_pos, slot
         for n in range(min(max_order, ref_lo + ref_len - p)):
             h = extend_hash(h, ids[p + n])
             s = probe(ids, p, n, h, slot_pos, slot_order, mask)
-            if slot_pos[s] == -1:
-                slot_pos[s] = p
-                slot_order[s] = n
-                slot_cnt[s] = 0
-                used[n_used] = s
-                n_used += 1
-            slot_cnt[s] += 1
+            slot_order[s] = n  # (unchanged when the n-gram is there: same order)
+            n_used = count_at(slot_pos, slot_cnt, used, n_used, s, p)
     for n in range(max_order):
         out[k + 3 * n + 2] = 0
     for p in range(hyp_lo, hyp_lo + hyp_len):
         h = start_hash()
         for n in range(min(max_order, hyp_lo + hyp_len - p)):
             h = extend_hash(h, ids[p + n])
-            s = probe(ids, p, n, h, slot_pos, slot_order, mask)
-            if slot_pos[s] != -1 and slot_cnt[s] > 0:
-                slot_cnt[s] -= 1
-                out[k + 3 * n + 2] += 1
-    for u in range(n_used):
-        slot_pos[used[u]] = -1
+            out[k + 3 * n + 2] += take_at(slot_pos, slot_cnt,
+                                          probe(ids, p, n, h, slot_pos, slot_order, mask))
+    clear(slot_pos, used, n_used)
     for n in range(max_order):
         n_ref = max(ref_len - n, 0)
         out[k + 3 * n] = max(hyp_len - n, 0) if n_ref > 0 else 0
@@ -254,16 +254,12 @@ def chrf_statistics(predictions: Sequence[str | None],
     return _Batch(predictions, references, word_order).score(word_order)
 
 
-class Chrf:
+class Chrf(Family):
     """The ``chrf`` family: ``chrf`` (``CHRF()``) and ``chrfpp`` (``CHRF(word_order=2)``)."""
 
     name = "chrf"
     names = NAMES
     options = OPTIONS
-
-    def serves(self, metric: str) -> bool:
-        """True for ``chrf`` and ``chrfpp``."""
-        return metric in NAMES
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """The spec of ``chrf`` or ``chrfpp``.
@@ -293,8 +289,7 @@ class Chrf:
         for metric in metrics:
             stats, scores, index = batch.score(WORD_ORDERS[metric])
             columns[f"{metric}_score"] = scores
-            for j, (stat, _) in enumerate(statistics(metric)):
-                columns[f"{metric}_{stat}"] = np.ascontiguousarray(stats[:, j])
+            columns.update(self.statistic_columns(metric, statistics(metric), stats))
             columns[f"{metric}_reference_index"] = index
         return FamilyScores(columns)
 

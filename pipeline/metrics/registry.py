@@ -5,8 +5,10 @@ CLI) learn which metrics exist, which columns a metric writes, how its corpus va
 computed, and which options a family has. A family claims names by pattern
 (:meth:`MetricFamily.serves`), so ``rouge7`` needs no list entry.
 
-Adding a family: write its module under ``metrics/`` (implementing
-:class:`~pipeline.metrics.base.MetricFamily`) and add it to :data:`FAMILIES`.
+Adding a family: write its module under ``metrics/`` (a
+:class:`~pipeline.metrics.base.Family` subclass implementing
+:class:`~pipeline.metrics.base.MetricFamily`) and add it to :data:`FAMILIES`; nothing else
+changes (``docs/adding-a-metric.md``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import MetricFamily, MetricSpec, Option
+from pipeline.metrics.base import DataNote, MetricFamily, MetricSpec, Option, Preset
 from pipeline.metrics.bleu import FAMILY as BLEU
 from pipeline.metrics.chrf import FAMILY as CHRF
 from pipeline.metrics.rouge.family import FAMILY as ROUGE
@@ -105,6 +107,47 @@ def by_family(metrics: Sequence[str]) -> list[tuple[MetricFamily, tuple[str, ...
     return [(family, tuple(ms)) for family, ms in groups.values()]
 
 
+def presets() -> tuple[Preset, ...]:
+    """Every family's presets, in family order (settings keys, e.g. ``rouge155``)."""
+    return tuple(p for f in FAMILIES for p in f.presets)
+
+
+def data_notes() -> tuple[DataNote, ...]:
+    """Every family's data notes, each key once, in family order (the manifest's order)."""
+    seen: dict[str, DataNote] = {}
+    for family in FAMILIES:
+        for note in family.notes:
+            seen.setdefault(note.key, note)
+    return tuple(seen.values())
+
+
+def trailing_signature_fields() -> tuple[str, ...]:
+    """Signature keys the families write after ``seed``, in family order."""
+    return tuple(dict.fromkeys(k for f in FAMILIES for k in f.trailing_signature_fields))
+
+
+def measure_of_column(column: str) -> tuple[str, str] | None:
+    """``(metric, measure)`` when ``column`` is a measure column ``{metric}_{measure}``.
+
+    A metric some family serves and one of the measures of its spec under default options
+    (e.g. ``rougeL_fmeasure`` -> ``("rougeL", "fmeasure")``, ``token_f1_recall`` ->
+    ``("token_f1", "recall")``); None for any other column.
+    """
+    for cut in range(len(column) - 1, 0, -1):
+        if column[cut] != "_":
+            continue
+        metric, measure = column[:cut], column[cut + 1:]
+        for family in FAMILIES:
+            if family.serves(metric):
+                try:
+                    measures = family.spec(metric, with_defaults({})).measures
+                except ConfigError:
+                    measures = ()
+                if measure in measures:
+                    return metric, measure
+    return None
+
+
 def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, str]:
     """Signature fields of the families of ``metrics``, in order of their first metric.
 
@@ -123,5 +166,6 @@ def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict
     return fields
 
 
-__all__ = ["FAMILIES", "by_family", "family_of", "names", "options", "signature_fields",
-           "spec", "specs", "with_defaults"]
+__all__ = ["FAMILIES", "by_family", "data_notes", "family_of", "measure_of_column", "names",
+           "options", "presets", "signature_fields", "spec", "specs", "trailing_signature_fields",
+           "with_defaults"]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
 
 NAMES = ("token_f1", "exact_match")
 OPTIONS: tuple[Option, ...] = ()
@@ -142,24 +142,19 @@ def squad_scores(predictions: Sequence[str | None],
 
     columns = {f"token_f1_{m}": np.ascontiguousarray(prf[:, k])
                for k, m in enumerate(("precision", "recall", "fmeasure"))}
-    for k, (stat, _) in enumerate(TOKEN_F1_STATISTICS):
-        columns[f"token_f1_{stat}"] = np.ascontiguousarray(counts[:, k])
+    columns.update(Family.statistic_columns("token_f1", TOKEN_F1_STATISTICS, counts))
     columns["token_f1_reference_index"] = original(f1_index)
     columns["exact_match_score"] = exact
     columns["exact_match_reference_index"] = original(exact_index)
     return columns
 
 
-class Squad:
+class Squad(Family):
     """The ``squad`` family: ``token_f1`` and ``exact_match`` (no options)."""
 
     name = "squad"
     names = NAMES
     options = OPTIONS
-
-    def serves(self, metric: str) -> bool:
-        """True for ``token_f1`` and ``exact_match``."""
-        return metric in NAMES
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """``token_f1``: precision, recall, fmeasure and counts; ``exact_match``: score.
@@ -183,9 +178,7 @@ class Squad:
               references: Sequence[Sequence[str | None]], metrics: Sequence[str],
               options: Mapping[str, Any]) -> FamilyScores:
         """The columns of ``metrics`` (see :func:`squad_scores`); texts normalized once."""
-        columns = squad_scores(predictions, references)
-        return FamilyScores({c: v for c, v in columns.items()
-                             if any(c.startswith(f"{m}_") for m in metrics)})
+        return FamilyScores(self.columns_of(squad_scores(predictions, references), metrics))
 
     def explain(self, prediction: str | None, references: Sequence[str | None],
                 metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:

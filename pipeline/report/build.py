@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError
+from pipeline.metrics.registry import data_notes
 from pipeline.report.html import (
     esc,
     facts,
@@ -34,10 +35,6 @@ from pipeline.report.html import (
 # Tables of a report with more groups show this many rows (the files hold them all).
 MAX_GROUP_ROWS = 500
 _SKIP_NOTES = {
-    "zero_token_texts": "texts with visible characters produced no token (try --tokenizer "
-                        "unicode)",
-    "one_line_multi_sentence_texts": "texts have several sentences on one line (rougeLsum "
-                                     "then equals rougeL)",
     "truncated_examples": "examples had a text cut at --max-tokens",
     "null_predictions": "predictions were null (scored as empty)",
     "missing_predictions_scored_zero": "reference ids without a prediction were scored 0",
@@ -74,7 +71,9 @@ def _run_section(run: Any, agg: pd.DataFrame,
     if any(skipped.values()):
         items.append(("left out", ", ".join(f"{k.replace('_', ' ')}: {v}"
                                             for k, v in skipped.items() if v)))
-    notes = [f"{counts[k]} {text}" for k, text in _SKIP_NOTES.items() if counts.get(k)]
+    notes = [note.text(counts[note.key], m.get("config") or {}) for note in data_notes()
+             if counts.get(note.key)]
+    notes += [f"{counts[k]} {text}" for k, text in _SKIP_NOTES.items() if counts.get(k)]
     if m.get("resumed"):
         notes.append("the run was resumed after an interruption")
     out = [facts(items)]

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline import Scorer, score_texts
 from pipeline.errors import ConfigError
-from pipeline.scoring import SentenceSplitWarning, ZeroTokenWarning
+from pipeline.metrics.rouge.family import SentenceSplitWarning, ZeroTokenWarning
 
 
 def f1(p: F, r: F) -> float:
@@ -148,7 +148,7 @@ def test_rougelsum_without_newlines_warns_once():
         out = scorer.score_batch(["One sentence. Two sentences.", "Three. Four."],
                                  [["A b. C d."], ["e"]])
     assert len(record) == 1
-    assert out.n_one_line_texts == 3
+    assert out.counts["one_line_multi_sentence_texts"] == 3
 
 
 def test_a_bare_string_is_refused_not_split_into_characters():

@@ -14,7 +14,8 @@ from tests.conftest import BUNDLED, ROOT
 DATASETS = ["realsumm", "summeval_multiref11", "sl2003_rouge_sample_multiref4",
             "multiling2011_sacrerouge"]
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-pytestmark = pytest.mark.filterwarnings("ignore::pipeline.scoring.SentenceSplitWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::pipeline.metrics.rouge.family.SentenceSplitWarning")
 
 
 def _ours(examples, source="lists", **options):

@@ -20,7 +20,17 @@ import pyarrow.compute as pc
 
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option, reference_lists, text_list
+from pipeline.metrics import multi_reference
+from pipeline.metrics.base import (
+    DataNote,
+    DataWarning,
+    Family,
+    FamilyScores,
+    MetricSpec,
+    Option,
+    reference_lists,
+    text_list,
+)
 from pipeline.metrics.rouge155 import family as rouge155
 from pipeline.tokenizers.rouge_score import (
     SPACE_CLASS_RE2,
@@ -36,7 +46,7 @@ NAMES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 ROUGE_L = 0
 ROUGE_LSUM = -1
 _NAME = re.compile(r"rouge([1-9])|rougeL|rougeLsum")
-MULTI_REFERENCE_RULES = ("max", "mean", "pooled", "best-recall")
+MULTI_REFERENCE_RULES = ("max", "mean", "pooled", "best-recall")  # help order of RULES
 SENTENCE_SPLITS = ("newline", "punctuation")
 MEASURES = ("precision", "recall", "fmeasure")
 STATISTICS = (("matches", "int64"), ("prediction_units", "int64"), ("reference_units", "int64"))
@@ -63,11 +73,11 @@ OPTIONS = (
 )
 
 
-class ZeroTokenWarning(UserWarning):
+class ZeroTokenWarning(DataWarning):
     """Non-empty texts produced no tokens (e.g. non-Latin text under ``rouge-score``)."""
 
 
-class SentenceSplitWarning(UserWarning):
+class SentenceSplitWarning(DataWarning):
     """rougeLsum was asked for texts with several sentences on one line (it then equals rougeL)."""
 
 
@@ -106,19 +116,34 @@ def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return numerator.astype(np.float64) / np.maximum(denominator, 1).astype(np.float64)
 
 
-class Rouge:
+# What the counts in FamilyScores.counts tell a user (summary, report; manifest counts).
+NOTES = (
+    DataNote("zero_token_texts", "{n} non-empty texts produced no token with tokenizer "
+             "{tokenizer} (try --tokenizer unicode)",
+             "{n} non-empty text produced no token with tokenizer {tokenizer} (try "
+             "--tokenizer unicode)"),
+    DataNote("one_line_multi_sentence_texts", "{n} texts have several sentences on one line: "
+             "rougeLsum splits on newlines only, so for them it equals rougeL "
+             "(--sentence-split punctuation splits after . ! ?)",
+             "{n} text has several sentences on one line: rougeLsum splits on newlines "
+             "only, so for that text it equals rougeL (--sentence-split punctuation splits "
+             "after . ! ?)"),
+)
+
+
+class Rouge(Family):
     """The ROUGE family (see the module docstring); stateless."""
 
-    name: str = "rouge"
-    names: tuple[str, ...] = NAMES
-    options: tuple[Option, ...] = OPTIONS
+    name = "rouge"
+    names = NAMES
+    pattern = _NAME
+    options = OPTIONS
+    notes = NOTES
+    # written after the signature's seed, where they have been since the first version
+    trailing_signature_fields = ("split", "maxtok")
     # Arrow batches come as they are (see MetricFamily): the rouge-score tokenizer reads
     # their UTF-8 buffer in place.
     reads_arrow = True
-
-    def serves(self, metric: str) -> bool:
-        """True for rouge1..rouge9, rougeL and rougeLsum."""
-        return _NAME.fullmatch(metric) is not None
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """The spec of a ROUGE metric: P/R/F, matches and units, the reference used.
@@ -278,10 +303,20 @@ def _count_one_line(texts: pa.Array, lines_per_text: np.ndarray | None = None) -
     return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
 
 
+def _measures(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision, recall and fmeasure of (matches, prediction units, reference units)."""
+    precision = ratio(stats[..., 0], stats[..., 1])
+    recall = ratio(stats[..., 0], stats[..., 2])
+    return precision, recall, fmeasure(precision, recall)
+
+
 def combine_references(
     stats: np.ndarray, n_refs: np.ndarray, *, rule: str
 ) -> dict[str, np.ndarray]:
-    """Apply a multi-reference rule to per-pair statistics.
+    """Apply a multi-reference rule to per-pair ROUGE statistics.
+
+    The rules are :func:`pipeline.metrics.multi_reference.combine_references`'s, with
+    rouge-score's precision, recall and fmeasure.
 
     Args:
         stats: int64, shape (P, K, 3): matches, prediction units, reference units per pair and
@@ -305,56 +340,10 @@ def combine_references(
         ConfigError: an unknown rule.
 
     """
-    n = len(n_refs)
-    k = stats.shape[1]
-    has = n_refs > 0
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(n_refs[:-1], out=starts[1:])
-    idx = starts[has]
-    out_stats = np.zeros((n, k, 3), dtype=np.int64)
-    ref_index = np.full((n, k), -1, dtype=np.int32)
-    if len(stats):
-        summed = np.add.reduceat(stats, idx, axis=0)
-    precision = ratio(stats[..., 0], stats[..., 1])
-    recall = ratio(stats[..., 0], stats[..., 2])
-    if rule in ("max", "best-recall"):
-        key = fmeasure(precision, recall) if rule == "max" else recall
-        example_of_pair = np.repeat(np.arange(n), n_refs)
-        best = np.maximum.reduceat(key, idx, axis=0) if len(stats) else key[:0]
-        best_full = np.zeros((n, k))
-        best_full[has] = best
-        position = np.arange(len(stats), dtype=np.int64)[:, None]
-        candidate = np.where(key == best_full[example_of_pair], position, np.iinfo(np.int64).max)
-        chosen = np.minimum.reduceat(candidate, idx, axis=0) if len(stats) else candidate[:0]
-        out_stats[has] = stats[chosen, np.arange(k)[None, :]]
-        ref_index[has] = (chosen - idx[:, None]).astype(np.int32)
-        p = ratio(out_stats[..., 0], out_stats[..., 1])
-        r = ratio(out_stats[..., 0], out_stats[..., 2])
-        f = fmeasure(p, r)
-    elif rule == "pooled":
-        if len(stats):
-            out_stats[has] = summed
-        p = ratio(out_stats[..., 0], out_stats[..., 1])
-        r = ratio(out_stats[..., 0], out_stats[..., 2])
-        f = fmeasure(p, r)
-    elif rule == "mean":
-        if len(stats):
-            out_stats[has] = summed
-        p = np.zeros((n, k))
-        r = np.zeros((n, k))
-        f = np.zeros((n, k))
-        if len(stats):
-            denom = n_refs[has][:, None].astype(np.float64)
-            p[has] = np.add.reduceat(precision, idx, axis=0) / denom
-            r[has] = np.add.reduceat(recall, idx, axis=0) / denom
-            f[has] = np.add.reduceat(fmeasure(precision, recall), idx, axis=0) / denom
-    else:
-        raise ConfigError(f"unknown multi-reference rule {rule!r}")
-    return {
-        "precision": p, "recall": r, "fmeasure": f,
-        "matches": out_stats[..., 0], "prediction_units": out_stats[..., 1],
-        "reference_units": out_stats[..., 2], "reference_index": ref_index,
-    }
+    out = multi_reference.combine_references(stats, n_refs, rule=rule, measures=_measures)
+    summed = out.pop("stats")
+    return {**out, "matches": summed[..., 0], "prediction_units": summed[..., 1],
+            "reference_units": summed[..., 2]}
 
 
 FAMILY = Rouge()

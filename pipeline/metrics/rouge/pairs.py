@@ -25,7 +25,7 @@ from pipeline.metrics.rouge.lcs import (
     union_lcs_marks_lanes,
     union_lcs_marks_lanes2,
 )
-from pipeline.metrics.rouge.ngram import bigram_matches, ngram_matches
+from pipeline.metrics.rouge.ngram import bigram_matches, ngram_matches, unigram_matches
 
 ROUGE_L = 0
 ROUGE_LSUM = -1
@@ -48,22 +48,6 @@ def _one_line(line_offsets, text_line_offsets, text):
         if line_offsets[line + 1] > line_offsets[line]:
             n += 1
     return n == 1
-
-
-@njit(cache=True, nogil=True)
-def _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt):
-    """Clipped unigram matches by direct counting (``cnt``: int32 zeros, size vocab)."""
-    for q in range(r_start, r_start + r_len):
-        cnt[tokens[q]] += 1
-    matches = 0
-    for q in range(p_start, p_start + p_len):
-        t = tokens[q]
-        if cnt[t] > 0:
-            cnt[t] -= 1
-            matches += 1
-    for q in range(r_start, r_start + r_len):
-        cnt[tokens[q]] = 0
-    return matches
 
 
 @njit(cache=True, nogil=True)
@@ -272,7 +256,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         for k in range(n_metrics):
             code = orders[k]
             if code == 1:
-                out[p, k, 0] = _unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt_ref)
+                out[p, k, 0] = unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt_ref)
             elif code == 2:
                 out[p, k, 0] = bigram_matches(tokens, p_start, p_len, r_start, r_len, slot_pos,
                                               slot_cnt, used)

@@ -43,6 +43,7 @@ from pipeline.metrics.explanation import (
     matched_positions,
     ngrams,
 )
+from pipeline.metrics.multi_reference import combine_references
 from pipeline.metrics.rouge155.family import (
     MEASURES,
     Rouge155Options,
@@ -309,23 +310,18 @@ def _stats(kind: str, hit: float, pred_units: float, ref_units: float) -> dict[s
 
 def _combine(pair: np.ndarray, kind: Any, opts: Rouge155Options
              ) -> tuple[int, dict[str, float], np.ndarray]:
-    """The example's reference index, measures and (hit, ref units, pred units), as scored."""
-    rule = opts.multi_reference
-    chosen = np.zeros((1, 3))
-    index = -1
-    if len(pair) and rule in ("pooled", "mean"):
-        chosen[0] = np.add.reduceat(pair[:, :3], np.array([0]), axis=0)[0]
-    if len(pair) and rule in ("best-recall", "max"):
-        key = pair[:, 3] if rule == "best-recall" else _measures(
-            pair[:, 0], pair[:, 1], pair[:, 2], kind, opts)[2]
-        index = int(np.flatnonzero(key == key.max())[0])  # the first maximum
-        chosen[0] = pair[index, :3]
-    p, r, f = _measures(chosen[:, 0], chosen[:, 1], chosen[:, 2], kind, opts)
-    if rule == "mean" and len(pair):
-        pp, rr, ff = _measures(pair[:, 0], pair[:, 1], pair[:, 2], kind, opts)
-        denom = np.array([float(len(pair))])
-        p, r, f = (np.add.reduceat(x, np.array([0])) / denom for x in (pp, rr, ff))
-    return index, {m: float(v[0]) for m, v in zip(MEASURES, (p, r, f), strict=True)}, chosen[0]
+    """The example's reference index, measures and (hit, ref units, pred units), as scored.
+
+    The family's own rule (:func:`pipeline.metrics.multi_reference.combine_references`).
+    """
+    def measures(st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _measures(st[..., 0], st[..., 1], st[..., 2], kind, opts)
+
+    out = combine_references(pair[:, None, :], np.array([len(pair)], dtype=np.int64),
+                             rule=opts.multi_reference, measures=measures,
+                             recall_key=pair[:, None, 3])
+    return (int(out["reference_index"][0, 0]),
+            {m: float(out[m][0, 0]) for m in MEASURES}, out["stats"][0, 0, :3])
 
 
 __all__ = ["explain_rouge155"]

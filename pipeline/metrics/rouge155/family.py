@@ -45,7 +45,8 @@ import pyarrow as pa
 
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import FamilyScores, MetricSpec, Option
+from pipeline.metrics import multi_reference
+from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option, Preset
 from pipeline.tokenizers.rouge155 import TextOptions, tokenize_rouge155
 
 NAMES = ("rouge1", "rouge2", "rouge3", "rouge4", "rougeLsum", "rougeWsum", "rougeS4",
@@ -56,7 +57,7 @@ _NAME = re.compile(r"rouge([1-9])|rougeLsum|rougeWsum|rouge(SU|S)([0-9]*)")
 _OWN_NAME = re.compile(r"rougeWsum|rouge(SU|S)[0-9]*")
 STEMMERS = ("none", "porter-rouge155")
 STOPWORDS = ("none", "smart")
-MULTI_REFERENCE_RULES = ("pooled", "best-recall", "max", "mean")
+MULTI_REFERENCE_RULES = ("pooled", "best-recall", "max", "mean")  # multi_reference.RULES
 MEASURES = ("precision", "recall", "fmeasure")
 DEFAULT_WLCS_WEIGHT = 1.2
 DEFAULT_ALPHA = 0.5
@@ -366,48 +367,31 @@ def score_rouge155(predictions: Sequence[str | None],
     pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
     pair_ref = np.arange(n, len(texts), dtype=np.int64)
     stats = _pair_statistics(batch, pair_pred, pair_ref, kinds, options)
-    has = n_refs > 0
-    starts = np.concatenate([[0], np.cumsum(n_refs)[:-1]]).astype(np.int64)
-    idx = starts[has]
+
+    def measures(st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # st (..., K, 4): hit, reference units, prediction units, -f B score
+        out = [np.zeros(st.shape[:-1]) for _ in range(3)]
+        for k, kind in enumerate(kinds):
+            values = _measures(st[..., k, 0], st[..., k, 1], st[..., k, 2], kind, options)
+            for arr, v in zip(out, values, strict=True):
+                arr[..., k] = v
+        return out[0], out[1], out[2]
+
+    combined = multi_reference.combine_references(
+        stats, n_refs, rule=options.multi_reference, measures=measures,
+        recall_key=stats[..., 3])
+    chosen = combined["stats"]
     columns: dict[str, np.ndarray] = {}
     for k, (metric, kind) in enumerate(zip(metrics, kinds, strict=True)):
-        pair = stats[:, k, :]
-        chosen = np.zeros((n, 3), dtype=np.float64)
-        ref_index = np.full(n, -1, dtype=np.int32)
-        rule = options.multi_reference
-        if rule in ("pooled", "mean") and len(pair):
-            chosen[has] = np.add.reduceat(pair[:, :3], idx, axis=0)
-        if rule in ("best-recall", "max") and len(pair):
-            if rule == "best-recall":
-                key = pair[:, 3]
-            else:
-                key = _measures(pair[:, 0], pair[:, 1], pair[:, 2], kind, options)[2]
-            first = _first_max(key, idx)
-            chosen[has] = pair[first, :3]
-            ref_index[has] = (first - idx).astype(np.int32)
-        p, r, f = _measures(chosen[:, 0], chosen[:, 1], chosen[:, 2], kind, options)
-        if rule == "mean" and len(pair):
-            pp, rr, ff = _measures(pair[:, 0], pair[:, 1], pair[:, 2], kind, options)
-            denom = n_refs[has].astype(np.float64)
-            for arr, per_pair in ((p, pp), (r, rr), (f, ff)):
-                arr[has] = np.add.reduceat(per_pair, idx) / denom
         stat_type = np.float64 if kind.kind == "W" else np.int64
-        columns[f"{metric}_precision"] = p
-        columns[f"{metric}_recall"] = r
-        columns[f"{metric}_fmeasure"] = f
-        columns[f"{metric}_matches"] = chosen[:, 0].astype(stat_type)
-        columns[f"{metric}_prediction_units"] = chosen[:, 2].astype(stat_type)
-        columns[f"{metric}_reference_units"] = chosen[:, 1].astype(stat_type)
-        columns[f"{metric}_reference_index"] = ref_index
+        columns[f"{metric}_precision"] = combined["precision"][:, k]
+        columns[f"{metric}_recall"] = combined["recall"][:, k]
+        columns[f"{metric}_fmeasure"] = combined["fmeasure"][:, k]
+        columns[f"{metric}_matches"] = chosen[:, k, 0].astype(stat_type)
+        columns[f"{metric}_prediction_units"] = chosen[:, k, 2].astype(stat_type)
+        columns[f"{metric}_reference_units"] = chosen[:, k, 1].astype(stat_type)
+        columns[f"{metric}_reference_index"] = combined["reference_index"][:, k]
     return columns
-
-
-def _first_max(key: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Per group (groups start at ``idx``, non-empty), the position of its first maximum."""
-    group_max = np.maximum.reduceat(key, idx)
-    group_of = np.repeat(np.arange(len(idx)), np.diff(np.append(idx, len(key))))
-    position = np.where(key == group_max[group_of], np.arange(len(key)), len(key))
-    return np.minimum.reduceat(position, idx)
 
 
 # ---------------------------------------------------------------------------------------
@@ -590,20 +574,23 @@ def rouge_spec(metric: str, options: Mapping[str, Any]) -> MetricSpec:
     return _spec(metric, "rouge", options)
 
 
-class Rouge155:
+class Rouge155(Family):
     """The ``rouge155`` family: ROUGE-1.5.5's ROUGE-W, ROUGE-S and ROUGE-SU.
 
     Its ROUGE-N and ROUGE-L have the rouge family's names (rougeN, rougeLsum), which the
-    rouge family hands to :func:`score_rouge155` under tokenizer ``rouge155``.
+    rouge family hands to :func:`score_rouge155` under tokenizer ``rouge155``. It serves
+    rougeWsum, rougeS{k}, rougeSU{k}, rougeS and rougeSU.
     """
 
-    name: str = "rouge155"
-    names: tuple[str, ...] = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
-    options: tuple[Option, ...] = OPTIONS
-
-    def serves(self, metric: str) -> bool:
-        """True for rougeWsum, rougeS{k}, rougeSU{k}, rougeS and rougeSU."""
-        return _OWN_NAME.fullmatch(metric) is not None
+    name = "rouge155"
+    names = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
+    pattern = _OWN_NAME
+    options = OPTIONS
+    # rouge155: the script's flags, for the metrics and options they stand for
+    presets = (Preset("rouge155", parse_rouge155_flags,
+                      help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 -2 "
+                           "4 -U -m -f A\"): sets the metrics and options the script would "
+                           "use (tokenizer rouge155); see docs/metrics.md."),)
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """P/R/F, matches and units (float64 for rougeWsum), the reference used.

@@ -14,6 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# ROUGE-1's clipped unigram matches and the shared hash-table kernels (compiled as plain numba
+# functions, see pipeline.metrics.hashing)
+from pipeline.metrics.rouge.ngram import clear, count_at, probe_key, take_at, unigram_matches
+
 
 @njit(cache=True, nogil=True)
 def skip_bigram_count(n_tokens, max_gap):
@@ -73,37 +77,16 @@ def skip_bigram_matches_window(tokens, p_start, p_len, r_start, r_len, max_gap, 
         hi = np.int64(tokens[i]) << 32
         for j in range(i + 1, min(i + max_gap + 2, r_start + r_len)):
             key = hi | np.int64(tokens[j])
-            s = _key_slot(key, mask)
-            while True:
-                q = slot_key[s]
-                if q == -1:
-                    slot_key[s] = key
-                    slot_cnt[s] = 1
-                    used[n_used] = s
-                    n_used += 1
-                    break
-                if q == key:
-                    slot_cnt[s] += 1
-                    break
-                s = (s + 1) & mask
+            s = probe_key(slot_key, key, _key_slot(key, mask), mask)
+            n_used = count_at(slot_key, slot_cnt, used, n_used, s, key)
     matches = 0
     for i in range(p_start, p_start + p_len - 1):
         hi = np.int64(tokens[i]) << 32
         for j in range(i + 1, min(i + max_gap + 2, p_start + p_len)):
             key = hi | np.int64(tokens[j])
-            s = _key_slot(key, mask)
-            while True:
-                q = slot_key[s]
-                if q == -1:
-                    break
-                if q == key:
-                    if slot_cnt[s] > 0:
-                        slot_cnt[s] -= 1
-                        matches += 1
-                    break
-                s = (s + 1) & mask
-    for k in range(n_used):
-        slot_key[used[k]] = -1
+            matches += take_at(slot_key, slot_cnt, probe_key(slot_key, key, _key_slot(key, mask),
+                                                             mask))
+    clear(slot_key, used, n_used)
     return matches
 
 
@@ -174,22 +157,6 @@ def skip_bigram_matches_all(tokens, p_start, p_len, r_start, r_len, flag, cnt_p,
             cnt_r[tokens[q]] = 0
     for q in range(r_start, r_start + r_len):
         flag[tokens[q]] = 0
-    return matches
-
-
-@njit(cache=True, nogil=True)
-def unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt):
-    """Clipped unigram matches of two token spans (``cnt``: int64 zeros indexed by token id)."""
-    for q in range(r_start, r_start + r_len):
-        cnt[tokens[q]] += 1
-    matches = 0
-    for q in range(p_start, p_start + p_len):
-        t = tokens[q]
-        if cnt[t] > 0:
-            cnt[t] -= 1
-            matches += 1
-    for q in range(r_start, r_start + r_len):
-        cnt[tokens[q]] = 0
     return matches
 
 
