@@ -45,3 +45,15 @@ def test_the_default_config_points_at_the_metrics_page():
     assert '"Reproducing ROUGE-1.5.5" in docs/metrics.md' in text
     assert "## Reproducing ROUGE-1.5.5" in (Path(__file__).resolve().parents[2] / "docs"
                                             / "metrics.md").read_text()
+
+
+def test_a_family_data_note_of_one_is_in_the_singular():
+    from pipeline.metrics import registry
+
+    notes = {n.key: n for n in registry.data_notes()}
+    one = notes["one_line_multi_sentence_texts"].text(1, {})
+    assert one.startswith("1 text has several sentences"), one
+    assert notes["one_line_multi_sentence_texts"].text(2, {}).startswith(
+        "2 texts have several sentences")
+    assert notes["zero_token_texts"].text(1, {"tokenizer": "default"}).startswith(
+        "1 non-empty text produced no token with tokenizer default")
