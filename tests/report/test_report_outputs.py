@@ -26,3 +26,22 @@ def test_an_output_directory_that_is_a_file_is_bad_usage(runs, tmp_path):
     assert result.exit_code == 2, result.output
     assert "is not a directory" in one_line_error(result)
     assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+def test_the_report_notes_a_null_prediction_in_the_singular(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline import api
+    from pipeline.config import ScoreConfig
+
+    preds = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "prediction": ["the cat sat", None],
+                             "references": [["the cat sat"], ["a dog"]]}), preds)
+    api.score(str(preds), output=str(tmp_path / "run"),
+              config=ScoreConfig(engine="local", bootstrap=0))
+    result = invoke("report", tmp_path / "run", "--output", tmp_path / "r.html")
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r.html").read_text()
+    assert "1 prediction was null (scored as empty)" in page
+    assert "1 predictions" not in page
