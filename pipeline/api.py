@@ -349,11 +349,16 @@ def compare(
     history: str | None = None,
     history_window: int | None = None,
     reference_run: str | None = None,
+    engine: str = "auto",
+    address: str | None = None,
+    num_cpus: int | None = None,
 ) -> Any:
     """Compare two runs and write ``compare.parquet`` and ``compare.json`` when asked.
 
     Composition of :func:`pipeline.compare.compare_runs` (see there for every option; None
-    takes its default) and :func:`pipeline.io.runs.write_comparison` (atomic writes).
+    takes its default) on the engine (:func:`pipeline.engine.compare.compare_on_engine`:
+    the runs are paired partition by partition and only sums reach this process) and
+    :func:`pipeline.io.runs.write_comparison` (atomic writes).
 
     Args:
         baseline_dir: the baseline run (path or URI).
@@ -372,6 +377,11 @@ def compare(
         history: a nightly ROOT to learn bands and chart drift from.
         history_window: nights of history used.
         reference_run: a run pinning the drift chart's reference level.
+        engine: ``auto`` (a Ray cluster when an address is set or Ray is initialized in this
+            process, else in-process), ``local`` (in-process, on every CPU) or ``ray`` (a
+            local Ray instance, or the cluster at ``address``), as ``overlap score``.
+        address: a Ray cluster address (None: ``RAY_ADDRESS`` if set).
+        num_cpus: worker processes in-process, or CPUs of a local Ray (None: every CPU).
 
     Returns:
         The :class:`pipeline.compare.RunComparison`.
@@ -381,18 +391,35 @@ def compare(
         InputError: incomplete or unreadable runs or history.
         ExecutionError: the output cannot be written.
         SignatureMismatchError: runs scored differently for a compared measure.
+        ExecutionError: the engine failed (Ray could not start, a lost worker).
 
     """
-    from pipeline.compare import compare_runs
+    import functools
+    import sys
 
+    from pipeline.compare import compare_runs
+    from pipeline.engine.compare import compare_on_engine
+    from pipeline.engine.run import make_runner
+
+    settings = ScoreConfig(engine=engine, address=address, num_cpus=num_cpus)
+    where = settings.engine
+    if where == "auto":
+        ray = sys.modules.get("ray")  # never imported just to ask
+        where = "ray" if settings.resolved_address() or (
+            ray is not None and ray.is_initialized()) else "local"
     given: dict[str, Any] = {
         "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
         "top": top, "max_missing": max_missing, "adjust": adjust,
         "history_window": history_window}
-    result = compare_runs(baseline_dir, candidate_dir, measures=measures, bands=bands,
-                          allow_signature_mismatch=allow_signature_mismatch, history=history,
-                          reference_run=reference_run,
-                          **{k: v for k, v in given.items() if v is not None})
+    runner = make_runner(settings, where)
+    try:
+        result = compare_runs(baseline_dir, candidate_dir, measures=measures, bands=bands,
+                              allow_signature_mismatch=allow_signature_mismatch,
+                              history=history, reference_run=reference_run,
+                              engine=functools.partial(compare_on_engine, runner=runner),
+                              **{k: v for k, v in given.items() if v is not None})
+    finally:
+        runner.close()
     if output is not None:
         from pipeline.io.runs import write_comparison
 

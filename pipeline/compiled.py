@@ -2,12 +2,18 @@
 
 The kernels are numba functions (:mod:`pipeline.metrics.rouge.pairs`,
 :mod:`pipeline.tokenizers.rouge_score_bytes`, :mod:`pipeline.io.hashing`, the bootstrap's
-:mod:`pipeline.resampling`). ``pip install``
-compiles them once, with the explicit signatures in :data:`KERNELS`, into the extension module
-``pipeline._kernels`` (numba's ahead-of-time compiler, see ``setup.py``). Loading that
-module takes about a millisecond and imports neither numba nor LLVM, where numba's own
-on-disk cache costs an import of numba (0.3-1 s) and a first dispatch (about 1 s) in every
-new process, and compiles again for each new argument type.
+:mod:`pipeline.resampling`). ``pip install`` (or ``python -m build``: a wheel holding them,
+see docs/packaging.md) compiles them once, with the explicit signatures in :data:`KERNELS`,
+into the extension module ``pipeline._kernels`` (numba's ahead-of-time compiler, see
+``setup.py``), for the generic CPU of the architecture so that it runs on every node. On
+x86-64 the bootstrap's kernels (:data:`WIDE_KERNELS`) are compiled a second time, for the
+x86-64-v3 level (AVX2, FMA, BMI2: Intel Haswell 2013 and later, AMD Zen) into
+``pipeline._kernels_v3``, which is used where the CPU has those features (twice as fast: 256-bit
+vectors); results are equal bit for bit (the sums are exact, see :mod:`pipeline.stats`). Every
+exported kernel releases the GIL while it runs (as numba's ``nogil=True``), so threads
+overlap. Loading a module takes about a millisecond and imports neither numba nor LLVM, where
+numba's own on-disk cache costs an import of numba (0.3-1 s) and a first dispatch (about 1 s)
+in every new process, and compiles again for each new argument type.
 
 :func:`kernel` returns a kernel whose arguments are normalized to the declared types first
 (dtype, C order; read-only arrays are accepted as they are), so a kernel never sees a new
@@ -15,6 +21,7 @@ type: neither the compiled module, which would misread it, nor the just-in-time 
 which would compile again. The fallback (numba's JIT with its cache beside the sources) is
 used when the extension is missing or was built from other kernel sources: the extension
 records a digest of the sources it was compiled from and is used only when it matches.
+:func:`builds` says which build serves each kernel.
 """
 
 from __future__ import annotations
@@ -32,6 +39,16 @@ from typing import Any
 import numpy as np
 
 EXTENSION = "pipeline._kernels"
+# The bootstrap's kernels compiled again for x86-64-v3 (see the module docstring).
+WIDE_EXTENSION = "pipeline._kernels_v3"
+WIDE_TARGET = "x86-64-v3"
+WIDE_KERNELS = ("weighted_sums", "round_transposed", "column_max_abs", "stream_keys")
+# /proc/cpuinfo flags of the x86-64-v3 level (x86-64 psABI: v2's cx16, lahf_lm, popcnt, pni
+# (SSE3), ssse3, sse4_1, sse4_2; v3's avx, avx2, bmi1, bmi2, f16c, fma, abm (LZCNT), movbe,
+# xsave): all needed for the wide module. Linux lists avx/avx2 only when the OS enables them.
+V3_CPU_FLAGS = frozenset({"cx16", "lahf_lm", "popcnt", "pni", "ssse3", "sse4_1", "sse4_2",
+                          "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe",
+                          "xsave"})
 
 
 @dataclass(frozen=True)
@@ -157,13 +174,22 @@ def _normalize(kernel: Kernel, fn: Callable[..., Any], *, writable: bool) -> Cal
     return call
 
 
-@functools.cache
-def _extension() -> Any:
-    """The ahead-of-time module when built from these sources, else None."""
-    if os.environ.get("OVERLAP_JIT"):  # tests and benchmarks of the fallback
-        return None
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """This machine's CPU feature flags as Linux lists them (empty elsewhere or unreadable)."""
     try:
-        module = importlib.import_module(EXTENSION)
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def _load(name: str) -> Any:
+    """The ahead-of-time module ``name`` when built from these sources, else None."""
+    try:
+        module = importlib.import_module(name)
         if int(module.source_digest()) != source_digest():
             return None
     except (ImportError, OSError, AttributeError):
@@ -171,30 +197,61 @@ def _extension() -> Any:
     return module
 
 
+@functools.cache
+def _extension() -> Any:
+    """The generic ahead-of-time module when built from these sources, else None."""
+    if os.environ.get("OVERLAP_JIT"):  # tests and benchmarks of the fallback
+        return None
+    return _load(EXTENSION)
+
+
+@functools.cache
+def _wide_extension() -> Any:
+    """The x86-64-v3 module when built from these sources and this CPU has v3, else None."""
+    if os.environ.get("OVERLAP_JIT") or os.environ.get("OVERLAP_KERNELS") == "generic":
+        return None
+    if not V3_CPU_FLAGS <= cpu_flags():
+        return None
+    return _load(WIDE_EXTENSION)
+
+
 def compiled_ahead() -> bool:
     """True when the kernels come from the ahead-of-time extension (no numba at run time)."""
     return _extension() is not None
 
 
+def builds() -> dict[str, str]:
+    """Which build serves each kernel: ``x86-64-v3``, ``generic`` (ahead of time) or ``jit``.
+
+    ``OVERLAP_KERNELS=generic`` in the environment leaves the x86-64-v3 module out;
+    ``OVERLAP_JIT=1`` both ahead-of-time modules (numba's JIT build, which compiles).
+    """
+    wide, generic = _wide_extension() is not None, _extension() is not None
+    return {k.name: (WIDE_TARGET if wide and k.name in WIDE_KERNELS
+                     else "generic" if generic else "jit") for k in KERNELS}
+
+
 @functools.cache
-def kernel(name: str, *, jit: bool = False) -> Callable[..., Any]:
+def kernel(name: str) -> Callable[..., Any]:
     """Return the kernel ``name`` (see :data:`KERNELS`), its arguments normalized.
+
+    From the x86-64-v3 module where it holds the kernel and the CPU has that level, else the
+    generic ahead-of-time module, else numba's JIT build (see :func:`builds`). Every build
+    gives the same values.
 
     Args:
         name: the kernel's exported name.
-        jit: numba's just-in-time build for this machine's CPU even when the ahead-of-time
-            module is there. That module is compiled for the generic CPU of the architecture
-            (so that it runs on every node); the JIT build may use wider vectors (the
-            bootstrap's kernel runs 2.5x faster with AVX2) but costs numba's import and a
-            load from its cache (about 0.6 s), or a compile (about 4 s) the first time:
-            worth it for long calls only.
 
     Raises:
         KeyError: no such kernel.
 
     """
-    spec = next(k for k in KERNELS if k.name == name)
-    ext = None if jit else _extension()
+    spec = next((k for k in KERNELS if k.name == name), None)
+    if spec is None:
+        raise KeyError(name)
+    ext = _wide_extension() if name in WIDE_KERNELS else None
+    if ext is None:
+        ext = _extension()
     if ext is not None:
         return _normalize(spec, getattr(ext, name), writable=False)
     return _normalize(spec, getattr(importlib.import_module(spec.module), spec.function),
@@ -252,29 +309,45 @@ def _materialize() -> None:
                     names[key] = value.dispatcher
 
 
-def build(output_dir: str) -> str:
-    """Compile every kernel into ``output_dir`` with numba's ahead-of-time compiler.
+def build(output_dir: str, *, target: str = "generic") -> str:
+    """Compile the kernels into ``output_dir`` with numba's ahead-of-time compiler.
 
-    Called by ``setup.py`` at install time; needs numba and a C compiler. Code is generated
-    for the generic CPU of the architecture, so the module runs on every node of a cluster.
+    Called by ``setup.py`` at install time; needs numba and a C compiler. Every exported
+    function releases the GIL while it runs (numba's ``nogil``; its ahead-of-time compiler has
+    no option for it, so its compile flags are set here).
+
+    Args:
+        output_dir: directory to write the module into.
+        target: ``generic`` (every kernel as ``pipeline._kernels``, for the architecture's
+            generic CPU, so that it runs on every node) or ``x86-64-v3`` (the kernels of
+            :data:`WIDE_KERNELS` as ``pipeline._kernels_v3``, for CPUs of that level).
 
     Returns:
         The path of the built extension module.
+
+    Raises:
+        ValueError: an unknown target.
 
     """
     import warnings
 
     from numba.core.errors import NumbaPendingDeprecationWarning
 
+    if target not in ("generic", WIDE_TARGET):
+        raise ValueError(f"target must be 'generic' or {WIDE_TARGET!r}, got {target!r}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
         from numba.pycc import CC
+        from numba.pycc import compiler as pycc_compiler
 
-        cc = CC(EXTENSION.rsplit(".", 1)[1])
+        cc = CC((EXTENSION if target == "generic" else WIDE_EXTENSION).rsplit(".", 1)[1])
+    if target != "generic":
+        cc.target_cpu = target
     cc.output_dir = output_dir
-    functions = [getattr(importlib.import_module(k.module), k.function) for k in KERNELS]
+    kernels = [k for k in KERNELS if target == "generic" or k.name in WIDE_KERNELS]
+    functions = [getattr(importlib.import_module(k.module), k.function) for k in kernels]
     _materialize()  # lazy kernels' callees become numba dispatchers
-    for k, fn in zip(KERNELS, functions, strict=True):
+    for k, fn in zip(kernels, functions, strict=True):
         cc.export(k.name, k.signature)(fn.py_func)
     digest = source_digest()
 
@@ -282,5 +355,20 @@ def build(output_dir: str) -> str:
         return digest
 
     cc.export("source_digest", "int64()")(_digest)
-    cc.compile()
+    # numba's ahead-of-time compiler builds its compile flags from its module's ``Flags``
+    # (numba.pycc.compiler._ModuleCompiler._cull_exports, numba 0.59-0.68); with
+    # ``release_gil`` set, each exported wrapper releases the GIL around the call, as the JIT
+    # dispatcher of a ``nogil=True`` function does (numba.core.callwrapper).
+    flags = pycc_compiler.Flags
+
+    class _ReleaseGil(flags):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    setattr(pycc_compiler, "Flags", _ReleaseGil)  # noqa: B010 - a module's class
+    try:
+        cc.compile()
+    finally:
+        setattr(pycc_compiler, "Flags", flags)  # noqa: B010
     return os.path.join(output_dir, cc.output_file)

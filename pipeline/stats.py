@@ -56,10 +56,6 @@ WEIGHTS = ("poisson", "flip")
 BOOTSTRAP_METHOD = "poisson"
 _STREAM = {"poisson": 0x5DEECE66D1CE4E5B, "flip": 0x2545F4914F6CDD1D}
 _LANES = 4
-# From this many weighted values (columns x examples x resamples) in one call, the kernel
-# runs as numba's JIT build for this CPU (see pipeline.compiled.kernel): about 0.2 ns saved
-# per value on this project's machine (AVX2) against 0.6 s to import numba and load it.
-JIT_MIN_DRAWS = 1_000_000_000
 
 
 def _thresholds(weights: str) -> np.ndarray:
@@ -174,9 +170,9 @@ def resample_sums(grid: np.ndarray, keys: np.ndarray, *, weights: str, first: in
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Weighted column sums of ``count`` resamples (the compiled kernel).
 
-    Calls of at least :data:`JIT_MIN_DRAWS` values (k x n x count) run numba's JIT build for
-    this CPU, which releases the GIL; smaller ones the ahead-of-time build, which holds it
-    (numba's ahead-of-time compiler has no ``nogil``), so threads do not overlap them.
+    The kernel is compiled ahead of time (:func:`pipeline.compiled.kernel`: for x86-64-v3 where
+    the CPU has it) and releases the GIL, so threads overlap (see
+    :func:`resample_sums_threaded`); nothing compiles at run time, whatever the size.
 
     Args:
         grid: float64 (k, n) from :func:`to_grid` (with this ``weights``' maximum weight).
@@ -198,9 +194,8 @@ def resample_sums(grid: np.ndarray, keys: np.ndarray, *, weights: str, first: in
     acc = np.zeros((k, n_words * _LANES))
     tot = np.zeros(n_words * _LANES)
     if n_words and grid.shape[1]:
-        sums = kernel("weighted_sums", jit=k * grid.shape[1] * count >= JIT_MIN_DRAWS)
-        sums(grid, keys, first // _LANES, n_words, THRESHOLDS[weights], weights == "flip",
-             acc, tot)
+        kernel("weighted_sums")(grid, keys, first // _LANES, n_words, THRESHOLDS[weights],
+                                weights == "flip", acc, tot)
     return np.ascontiguousarray(acc[:, :count].T), tot[:count]
 
 

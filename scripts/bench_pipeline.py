@@ -321,6 +321,9 @@ def cold_case(work: Path, env: dict[str, str], runs: int = 3) -> dict:
 
     venv = Path(tempfile.mkdtemp(prefix="overlap-cold-"))
     out: dict = {"commands": []}
+    # numba's cache starts empty: any file in it after the runs means something compiled
+    cache = venv / "numba-cache"
+    env = {**env, "NUMBA_CACHE_DIR": str(cache)}
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         t0 = time.perf_counter()
@@ -337,6 +340,7 @@ def cold_case(work: Path, env: dict[str, str], runs: int = 3) -> dict:
             out["commands"].append({"name": name, "first_s": first,
                                     "warm_s": statistics.median(warm),
                                     "warm_range": (min(warm), max(warm))})
+        out["numba_cache_files"] = sum(1 for p in cache.rglob("*") if p.is_file())
     finally:
         shutil.rmtree(venv, ignore_errors=True)
     return out
@@ -468,9 +472,12 @@ def main() -> None:
 
     engines = engine_case(work, overlap, env, args.engine_rows) if args.engine_rows else []
     loads.append(os.getloadavg()[0])
+    from pipeline.compiled import builds
+
     print()
     print(f"machine: {os.cpu_count()} CPUs; 1-minute load average {min(loads):.1f}-"
-          f"{max(loads):.1f} during the run")
+          f"{max(loads):.1f} during the run; kernel builds: "
+          f"{', '.join(sorted(set(builds().values())))} (jit: compiled at run time)")
     if small:
         b, o = small
         print()
@@ -485,13 +492,16 @@ def main() -> None:
         print(f"target: 5,000 rows, default command, warm, at most 1.5x the baseline's wall "
               f"time: measured {ratio:.2f}x ({'met' if ratio <= 1.5 else 'NOT met'})")
     if cold:
-        print(f"\nfresh venv: pip install {cold['install_s']:.0f} s (kernels compiled there); "
-              f"5,000 rows, first run after the install against the next 3 (median, range):")
+        print(f"\nfresh venv: pip install {cold['install_s']:.0f} s (kernels compiled there, "
+              f"or copied from build/kernels/); 5,000 rows, first run after the install "
+              f"against the next 3 (median, range):")
         for c in cold["commands"]:
             over = c["first_s"] - c["warm_s"]
             print(f"- {c['name']}: first run {c['first_s']:.2f} s, warm {c['warm_s']:.2f} s "
                   f"({c['warm_range'][0]:.2f}-{c['warm_range'][1]:.2f}): {over:+.2f} s over warm "
                   f"(target <= 3 s: {'met' if over <= 3 else 'NOT met'})")
+        print(f"- files numba's (empty) cache held after those runs: "
+              f"{cold['numba_cache_files']} (0: nothing compiled at run time)")
     if not sizes:
         return
     print()

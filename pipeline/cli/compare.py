@@ -308,6 +308,12 @@ Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
 @click.option("--allow-signature-mismatch", is_flag=True,
               help="Compare runs scored with different settings for a compared measure "
                    "(tokenizer, stemmer, case, multi-reference rule...).")
+@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto",
+              show_default=True,
+              help="Where the runs are paired and tested, partition by partition: auto "
+                   "(in-process on every CPU; Ray whenever an address is set or Ray is "
+                   "running in the process), ray (local instance or --address) or local.")
+@click.option("--address", help="Ray cluster address (also RAY_ADDRESS).")
 @click.option("--format", "output_format",
               type=click.Choice(["summary", "table", "alarms", "json"]), default="summary",
               show_default=True,
@@ -321,7 +327,7 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
                     adjust: str, confidence: float, n_bootstrap: int,
                     seed: int, max_missing: float, top: int, output: str | None,
                     plot: str | None, allow_signature_mismatch: bool,
-                    output_format: str) -> None:
+                    engine: str, address: str | None, output_format: str) -> None:
     """Tell whether a run moved against a baseline beyond noise.
 
     BASELINE_DIR and CANDIDATE_DIR are two `overlap score` outputs. Pairs examples by id
@@ -353,7 +359,8 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
             band=band, bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
             top=top, allow_signature_mismatch=allow_signature_mismatch,
             max_missing=max_missing, adjust=adjust, history=history,
-            history_window=history_window, reference_run=reference_run)
+            history_window=history_window, reference_run=reference_run, engine=engine,
+            address=address)
         doc = result.to_document()
         if output:
             click.echo(f"wrote {safe(output.rstrip('/'))}/compare.parquet and "

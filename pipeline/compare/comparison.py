@@ -6,7 +6,7 @@ run reader of :mod:`pipeline.io.runs`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,13 @@ from pipeline.compare.measures import (
     primary_measures,
     resolve_measures,
 )
-from pipeline.compare.pairing import DEFAULT_TOP, Comparison, compare_examples
+from pipeline.compare.pairing import (
+    DEFAULT_TOP,
+    Comparison,
+    PairedExamples,
+    compare_examples,
+    paired_examples,
+)
 from pipeline.compare.signatures import NON_SCORE_FIELDS, check_signatures
 from pipeline.compare.statistics import (
     DEFAULT_ADJUST,
@@ -121,8 +127,8 @@ class RunComparison:
             return {"path": info.path, "run_id": info.run_id, "signature": str(info.signature),
                     "n_examples": info.n_examples}
 
-        def ids(frame: pd.DataFrame) -> list[Any]:
-            head = frame.head(max_ids)
+        def ids(side: str) -> list[Any]:
+            head = cmp.only_ids(side, max_ids)
             if len(key) == 1:
                 return [_jsonable(v) for v in head[key[0]]]
             return [{k: _jsonable(v) for k, v in r.items()} for r in head.to_dict("records")]
@@ -162,10 +168,10 @@ class RunComparison:
             },
             "pairing": {
                 "id_column": cmp.id_column, "group_columns": list(cmp.group_columns),
-                "n_paired": len(cmp.paired), "n_baseline_only": len(cmp.baseline_only),
-                "n_candidate_only": len(cmp.candidate_only),
-                "baseline_only_ids": ids(cmp.baseline_only),
-                "candidate_only_ids": ids(cmp.candidate_only),
+                "n_paired": cmp.n_paired, "n_baseline_only": cmp.n_baseline_only,
+                "n_candidate_only": cmp.n_candidate_only,
+                "baseline_only_ids": ids("baseline"),
+                "candidate_only_ids": ids("candidate"),
             },
             "history": history,
             "rows": _records(cmp.rows),
@@ -261,6 +267,7 @@ def compare_runs(
     reference_run: str | None = None,
     band_multiplier: float = BAND_MULTIPLIER,
     drift_method: str = DRIFT_METHOD,
+    engine: Callable[..., Comparison] | None = None,
 ) -> RunComparison:
     """Compare two ``overlap score`` output directories (see :func:`compare_examples`).
 
@@ -292,6 +299,10 @@ def compare_runs(
         band_multiplier: the learned band in robust sds of the night-to-night changes
             (default chosen by simulation, :data:`~pipeline.compare.bands.BAND_MULTIPLIER`).
         drift_method: the drift chart, ``cusum`` or ``ewma``.
+        engine: pairs and tests the runs partition by partition:
+            :func:`pipeline.engine.compare.compare_on_engine` with its runner bound (the
+            same :class:`Comparison`, holding nothing per example); None: both runs' key
+            and score columns in memory (:func:`compare_examples`).
 
     Returns:
         A :class:`RunComparison`.
@@ -358,11 +369,25 @@ def compare_runs(
     columns = [measure_column(m) for m in chosen]
     columns += [c for s in comparison_specs if s.corpus is not None for c in s.statistic_columns]
     wanted = list(dict.fromkeys([base.id_column, *group_columns, *columns]))
-    comparison = compare_examples(
-        runs.read_examples(base, columns=wanted), runs.read_examples(cand, columns=wanted),
-        measures=chosen, id_column=base.id_column, group_columns=group_columns, band=band,
-        bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
-        specs=comparison_specs, max_missing=max_missing, adjust=adjust)
+    if engine is None:
+        comparison = compare_examples(
+            runs.read_examples(base, columns=wanted), runs.read_examples(cand, columns=wanted),
+            measures=chosen, id_column=base.id_column, group_columns=group_columns, band=band,
+            bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
+            specs=comparison_specs, max_missing=max_missing, adjust=adjust)
+    else:
+        def examples() -> PairedExamples:
+            return paired_examples(
+                runs.read_examples(base, columns=wanted),
+                runs.read_examples(cand, columns=wanted), measures=chosen,
+                specs=comparison_specs, id_column=base.id_column, group_columns=group_columns)
+
+        comparison = engine(
+            base, cand, columns=wanted, measures=chosen,
+            metrics=[s.name for s in comparison_specs], options=base.config,
+            group_columns=group_columns, n_top=top, band=band, bands=bands,
+            confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
+            max_missing=max_missing, adjust=adjust, examples=examples)
     past: History | None = None
     if history is not None:
         past = history if isinstance(history, History) else read_history(

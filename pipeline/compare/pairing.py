@@ -8,7 +8,7 @@ group and listed, never dropped silently. Null and NaN group values are groups o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +26,17 @@ from pipeline.compare.statistics import (
     DEFAULT_MAX_MISSING,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_SEED,
+    GridScales,
+    ScopeResamples,
+    ScopeTotals,
     adjust_p_values,
     check_settings,
     is_missing,
+    paired_from_sums,
     paired_resampling,
+    scales,
+    scope_resamples,
+    scope_totals,
 )
 from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.base import MetricSpec
@@ -37,6 +44,8 @@ from pipeline.stats import Estimate
 
 ALL_GROUP = "all"
 DEFAULT_TOP = 10
+# keys of examples in one run only kept by a partitioned comparison (compare.json lists 20)
+ONLY_HEAD = 100
 ROW_COLUMNS = ("group", "metric", "measure", "statistic", "n_paired", "n_baseline_only",
                "n_candidate_only", "baseline_mean", "candidate_mean", "delta", "ci_low",
                "ci_high", "p_value", "p_adjusted", "mde", "band", "band_source",
@@ -45,8 +54,27 @@ _KIND = "__kind:"
 
 
 @dataclass(frozen=True)
+class PairedExamples:
+    """Both runs' examples, paired (what :class:`Comparison` holds per example, if asked).
+
+    Attributes:
+        paired: one row per paired example, in key order: the key columns and, per measure,
+            ``baseline``, ``candidate`` and ``delta`` columns named ``{side}:{measure}``
+            (per-example values), and ``{side}:{column}`` for the statistics of corpus
+            measures.
+        baseline_only: key columns of the examples only in the baseline, sorted.
+        candidate_only: key columns of the examples only in the candidate, sorted.
+
+    """
+
+    paired: pd.DataFrame
+    baseline_only: pd.DataFrame
+    candidate_only: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """The result of :func:`compare_examples`.
+    """The result of :func:`compare_examples` or of a partitioned comparison.
 
     Attributes:
         rows: one row per (group, measure): the overall rows first (``group == "all"``), then
@@ -65,11 +93,6 @@ class Comparison:
             drift alarm, see :mod:`.drift`), bool, ``drift_statistic`` (float64, tonight's
             chart, signed) and ``drift_p`` (float64, its adjusted p-value; both NaN without
             enough history).
-        paired: one row per paired example: the key columns and, per measure, ``baseline``,
-            ``candidate`` and ``delta`` columns named ``{side}:{measure}`` (per-example
-            values), and ``{side}:{column}`` for the statistics of corpus measures.
-        baseline_only: key columns of the examples only in the baseline, sorted.
-        candidate_only: key columns of the examples only in the candidate, sorted.
         measures: the measures compared, ``METRIC.MEASURE``.
         id_column: the id column.
         group_columns: the group columns (also part of the pairing key).
@@ -81,13 +104,23 @@ class Comparison:
         adjust: the p-value adjustment (``holm``, ``bh``, ``none``).
         n_trials: randomization trials.
         floors: each measure's static band (floor), in its units.
+        n_paired: examples in both runs.
+        n_baseline_only: examples only in the baseline.
+        n_candidate_only: examples only in the candidate.
+        examples: the :class:`PairedExamples`, or a function that makes them (a partitioned
+            comparison holds nothing per example: they are paired again, in memory, only
+            when :attr:`paired` is read, e.g. for a plot).
+        only_heads: the first :data:`ONLY_HEAD` key rows of ``baseline_only`` and
+            ``candidate_only`` (None: taken from ``examples``).
+        moved: the examples that moved most by the first measure, as :meth:`top` returns
+            them, at most ``n_moved`` of them (None: computed from ``examples``).
+        n_moved: how many ``moved`` was cut to.
+        scheme: how the statistics were computed (``in-memory`` or ``partitioned``; both
+            give the same values).
 
     """
 
     rows: pd.DataFrame
-    paired: pd.DataFrame
-    baseline_only: pd.DataFrame
-    candidate_only: pd.DataFrame
     measures: tuple[str, ...]
     id_column: str
     group_columns: tuple[str, ...] = ()
@@ -99,6 +132,50 @@ class Comparison:
     adjust: str = DEFAULT_ADJUST
     n_trials: int = DEFAULT_N_BOOTSTRAP
     floors: Mapping[str, float] = field(default_factory=dict)
+    n_paired: int = 0
+    n_baseline_only: int = 0
+    n_candidate_only: int = 0
+    examples: PairedExamples | Callable[[], PairedExamples] | None = None
+    only_heads: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    moved: pd.DataFrame | None = None
+    n_moved: int = 0
+    scheme: str = "in-memory"
+
+    def _examples(self) -> PairedExamples:
+        got = self.examples
+        if got is None:
+            raise ConfigError("this comparison kept no per-example values")
+        if not isinstance(got, PairedExamples):
+            got = got()
+            object.__setattr__(self, "examples", got)  # made once, on first use
+        return got
+
+    @property
+    def paired(self) -> pd.DataFrame:
+        """One row per paired example (:attr:`PairedExamples.paired`)."""
+        return self._examples().paired
+
+    @property
+    def baseline_only(self) -> pd.DataFrame:
+        """Key columns of the examples only in the baseline, sorted."""
+        return self._examples().baseline_only
+
+    @property
+    def candidate_only(self) -> pd.DataFrame:
+        """Key columns of the examples only in the candidate, sorted."""
+        return self._examples().candidate_only
+
+    def only_ids(self, side: str, n: int) -> pd.DataFrame:
+        """The first ``n`` keys of the examples of one run without a pair, sorted.
+
+        Args:
+            side: ``baseline`` or ``candidate``.
+            n: how many, >= 0 (beyond :data:`ONLY_HEAD`, the examples are paired again).
+
+        """
+        if self.only_heads is not None and n <= ONLY_HEAD:
+            return self.only_heads[0 if side == "baseline" else 1].head(n)
+        return (self.baseline_only if side == "baseline" else self.candidate_only).head(n)
 
     @property
     def key_columns(self) -> tuple[str, ...]:
@@ -137,17 +214,26 @@ class Comparison:
         if ranked not in self.measures:
             raise ConfigError(f"measure {ranked!r} was not compared",
                               hint=f"choose one of {', '.join(self.measures)}")
-        moved = self.paired[self.paired[f"delta:{ranked}"] != 0.0]
-        order = np.argsort(-np.abs(moved[f"delta:{ranked}"].to_numpy()), kind="stable")
-        picked = moved.iloc[order[:max(n, 0)]].reset_index(drop=True)
-        out = picked[list(self.key_columns)].copy()
-        out.insert(len(out.columns), "measure", ranked)
+        if self.moved is not None and ranked == self.measures[0] and n <= self.n_moved:
+            return self.moved.head(max(n, 0)).reset_index(drop=True)
+        return top_moved(self.paired, n, ranked=ranked, measures=self.measures,
+                         key=self.key_columns)
+
+
+def top_moved(paired: pd.DataFrame, n: int, *, ranked: str, measures: Sequence[str],
+              key: Sequence[str]) -> pd.DataFrame:
+    """:meth:`Comparison.top` of paired examples in key order (see there)."""
+    moved = paired[paired[f"delta:{ranked}"] != 0.0]
+    order = np.argsort(-np.abs(moved[f"delta:{ranked}"].to_numpy()), kind="stable")
+    picked = moved.iloc[order[:max(n, 0)]].reset_index(drop=True)
+    out = picked[list(key)].copy()
+    out.insert(len(out.columns), "measure", ranked)
+    for side in ("baseline", "candidate", "delta"):
+        out[side] = picked[f"{side}:{ranked}"]
+    for m in measures:
         for side in ("baseline", "candidate", "delta"):
-            out[side] = picked[f"{side}:{ranked}"]
-        for m in self.measures:
-            for side in ("baseline", "candidate", "delta"):
-                out[f"{side}:{m}"] = picked[f"{side}:{m}"]
-        return out
+            out[f"{side}:{m}"] = picked[f"{side}:{m}"]
+    return out
 
 
 def _is_nan(value: Any) -> bool:
@@ -212,6 +298,151 @@ def _check_examples(frame: pd.DataFrame, side: str, key: Sequence[str],
                              f"scores, e.g. id {', '.join(ids)}")
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What is compared: measures described, their columns, floors and estimates."""
+
+    described: list[Measure]
+    floors: dict[str, float]
+    value_cols: list[str]
+    columns: list[str]
+    estimates: list[Estimate]
+
+
+def _setup(measures: Sequence[str], specs: Sequence[MetricSpec], *, band: float,
+           bands: Mapping[str, float] | None) -> _Setup:
+    if not measures:
+        raise ConfigError("no measure to compare")
+    described: list[Measure] = [describe(m, specs) for m in measures]
+    floors = measure_floors(list(measures),
+                            [m.spec.scale if m.spec is not None else 1.0 for m in described],
+                            band=band, bands=bands)
+    value_cols = [f"{m.metric}_{m.measure}" for m in described]
+    stat_cols = list(dict.fromkeys(c for m in described if m.statistic == "corpus"
+                                   for c in m.columns))
+    columns = list(dict.fromkeys([*value_cols, *stat_cols]))
+    estimates = [Estimate(tuple(columns.index(x) for x in m.columns),
+                          m.spec.corpus if m.statistic == "corpus" and m.spec else None)
+                 for m in described]
+    return _Setup(described, dict(floors), value_cols, columns, estimates)
+
+
+def _pair(baseline: pd.DataFrame, candidate: pd.DataFrame, setup: _Setup, *, id_column: str,
+          group_columns: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Pair two frames on the key: (paired, baseline only, candidate only), kinds kept."""
+    columns = setup.columns
+    key = [id_column, *group_columns]
+    kinds = [_KIND + c for c in group_columns]
+    for side, frame in (("baseline", baseline), ("candidate", candidate)):
+        gone = [c for c in key if c not in frame.columns]
+        if gone:
+            raise InputError(f"the {side} examples have no column {', '.join(map(repr, gone))}")
+    baseline = _with_kinds(baseline, group_columns)
+    candidate = _with_kinds(candidate, group_columns)
+    _check_examples(baseline, "baseline", key, columns)
+    _check_examples(candidate, "candidate", key, columns)
+    b = baseline[key + kinds + columns].rename(columns={c: f"baseline:{c}" for c in columns})
+    c = candidate[key + kinds + columns].rename(columns={c: f"candidate:{c}" for c in columns})
+    try:
+        merged = b.merge(c, on=key + kinds, how="outer", indicator=True, sort=True)
+    except (ValueError, TypeError) as err:
+        raise InputError(f"cannot pair the runs on {', '.join(key)}: {err}",
+                         hint="the key columns must have the same types in both runs") from err
+    side = merged.pop("_merge")
+    paired = merged[side == "both"].reset_index(drop=True)
+    baseline_only = merged.loc[side == "left_only", key + kinds].reset_index(drop=True)
+    candidate_only = merged.loc[side == "right_only", key + kinds].reset_index(drop=True)
+    for m, col in zip(setup.described, setup.value_cols, strict=True):
+        for s in ("baseline", "candidate"):
+            paired[f"{s}:{m.name}"] = paired[f"{s}:{col}"]
+        paired[f"delta:{m.name}"] = paired[f"candidate:{col}"] - paired[f"baseline:{col}"]
+    return paired, baseline_only, candidate_only
+
+
+def _no_pair(key: Sequence[str], n_baseline_only: int, n_candidate_only: int) -> InputError:
+    return InputError("the two runs have no example in common "
+                      f"(paired on {', '.join(key)}): {n_baseline_only} only in the "
+                      f"baseline, {n_candidate_only} only in the candidate")
+
+
+def _group_codes(frames: Sequence[pd.DataFrame], group_columns: Sequence[str]
+                 ) -> tuple[list[tuple[tuple, tuple]], list[tuple], list[np.ndarray]]:
+    """Every group of some frames once, in order of appearance.
+
+    Returns:
+        Each group's ``(values, kinds)``, its identity (what pairs: NaN with NaN, null with
+        null), and each frame's row codes (int64) into those lists.
+
+    """
+    kinds = [_KIND + c for c in group_columns]
+    codes_of: dict[tuple, int] = {}
+    firsts: list[tuple[tuple, tuple]] = []
+    idents: list[tuple] = []
+    codes = []
+    for frame in frames:
+        cols = [frame[c].tolist() for c in group_columns]
+        kcols = [frame[k].tolist() for k in kinds]
+        out = np.empty(len(frame), dtype=np.int64)
+        for i in range(len(frame)):
+            values = tuple(col[i] for col in cols)
+            kind = tuple(col[i] for col in kcols)
+            ident = tuple((k, None if k else v) for v, k in zip(values, kind, strict=True))
+            code = codes_of.get(ident)
+            if code is None:
+                code = codes_of[ident] = len(firsts)
+                firsts.append((values, kind))
+                idents.append(ident)
+            out[i] = code
+        codes.append(out)
+    return firsts, idents, codes
+
+
+def _group_order(first: tuple[tuple, tuple]) -> tuple:
+    values, kind = first
+    return tuple((k, v if k == 0 else 0) for v, k in zip(values, kind, strict=True))
+
+
+def _records(label: str, values: dict[str, Any], test: Any, n: int, n_b_only: int,
+             n_c_only: int, setup: _Setup, *, max_missing: float) -> list[dict[str, Any]]:
+    gone = is_missing(n, n_b_only, max_missing=max_missing)
+    return [{
+        "group": label, **values, "metric": m.metric, "measure": m.measure,
+        "statistic": m.statistic, "n_paired": n, "n_baseline_only": n_b_only,
+        "n_candidate_only": n_c_only, "baseline_mean": test.baseline_mean[k],
+        "candidate_mean": test.candidate_mean[k], "delta": test.delta[k],
+        "ci_low": test.ci_low[k], "ci_high": test.ci_high[k],
+        "p_value": test.p_value[k],
+        "p_adjusted": np.nan if test.p_refined is None else test.p_refined[k],
+        "mde": np.nan if test.mde is None else test.mde[k],
+        "band": setup.floors[m.name], "band_source": "static", "history_nights": 0,
+        "alarm": False, "missing": gone, "drift": False, "drift_statistic": np.nan,
+        "drift_p": np.nan,
+    } for k, m in enumerate(setup.described)]
+
+
+def _shown(group_columns: Sequence[str], values: tuple, kind: tuple) -> dict[str, Any]:
+    return {col: (None if k == 2 else v)
+            for col, v, k in zip(group_columns, values, kind, strict=True)}
+
+
+def _rows(records: list[dict[str, Any]], group_columns: Sequence[str], *, adjust: str,
+          confidence: float) -> pd.DataFrame:
+    rows = pd.DataFrame.from_records(records,
+                                     columns=["group", *group_columns, *ROW_COLUMNS[1:]])
+    rows["p_adjusted"] = adjust_p_values(rows["p_adjusted"].to_numpy(np.float64), adjust)
+    rows["alarm"] = alarm_rule(rows, alpha=1.0 - confidence)
+    return rows
+
+
+def _check_options(*, n_bootstrap: int, confidence: float, band: float, max_missing: float,
+                   adjust: str) -> None:
+    check_settings(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
+                   max_missing=max_missing)
+    if adjust not in ADJUST_METHODS:
+        raise ConfigError(f"unknown adjust {adjust!r}",
+                          hint=f"choose one of {', '.join(ADJUST_METHODS)}")
+
+
 def compare_examples(
     baseline: pd.DataFrame,
     candidate: pd.DataFrame,
@@ -229,6 +460,9 @@ def compare_examples(
     adjust: str = DEFAULT_ADJUST,
 ) -> Comparison:
     """Pair two runs' examples and test the change of every measure, overall and per group.
+
+    Everything in memory (the examples of both runs at once); a partitioned comparison
+    (:class:`PairingMerger`) gives the same :class:`Comparison` holding nothing per example.
 
     Args:
         baseline: one row per example: the id column, the group columns, a
@@ -261,54 +495,18 @@ def compare_examples(
             scores, group columns whose types differ between runs, or no example in common.
 
     """
-    check_settings(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
-                   max_missing=max_missing)
-    if adjust not in ADJUST_METHODS:
-        raise ConfigError(f"unknown adjust {adjust!r}",
-                          hint=f"choose one of {', '.join(ADJUST_METHODS)}")
-    if not measures:
-        raise ConfigError("no measure to compare")
-    described: list[Measure] = [describe(m, specs) for m in measures]
-    floors = measure_floors(list(measures),
-                            [m.spec.scale if m.spec is not None else 1.0 for m in described],
-                            band=band, bands=bands)
-    value_cols = [f"{m.metric}_{m.measure}" for m in described]
-    stat_cols = list(dict.fromkeys(c for m in described if m.statistic == "corpus"
-                                   for c in m.columns))
-    columns = list(dict.fromkeys([*value_cols, *stat_cols]))
+    _check_options(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
+                   max_missing=max_missing, adjust=adjust)
+    setup = _setup(measures, specs, band=band, bands=bands)
     group_columns = tuple(group_columns)
     key = [id_column, *group_columns]
     kinds = [_KIND + c for c in group_columns]
-    for side, frame in (("baseline", baseline), ("candidate", candidate)):
-        gone = [c for c in key if c not in frame.columns]
-        if gone:
-            raise InputError(f"the {side} examples have no column {', '.join(map(repr, gone))}")
-    baseline = _with_kinds(baseline, group_columns)
-    candidate = _with_kinds(candidate, group_columns)
-    _check_examples(baseline, "baseline", key, columns)
-    _check_examples(candidate, "candidate", key, columns)
-    b = baseline[key + kinds + columns].rename(columns={c: f"baseline:{c}" for c in columns})
-    c = candidate[key + kinds + columns].rename(columns={c: f"candidate:{c}" for c in columns})
-    try:
-        merged = b.merge(c, on=key + kinds, how="outer", indicator=True, sort=True)
-    except (ValueError, TypeError) as err:
-        raise InputError(f"cannot pair the runs on {', '.join(key)}: {err}",
-                         hint="the key columns must have the same types in both runs") from err
-    side = merged.pop("_merge")
-    paired = merged[side == "both"].reset_index(drop=True)
-    baseline_only = merged.loc[side == "left_only", key + kinds].reset_index(drop=True)
-    candidate_only = merged.loc[side == "right_only", key + kinds].reset_index(drop=True)
+    paired, baseline_only, candidate_only = _pair(baseline, candidate, setup,
+                                                  id_column=id_column,
+                                                  group_columns=group_columns)
     if paired.empty:
-        raise InputError("the two runs have no example in common "
-                         f"(paired on {', '.join(key)}): {len(baseline_only)} only in the "
-                         f"baseline, {len(candidate_only)} only in the candidate")
-    for m, col in zip(described, value_cols, strict=True):
-        for s in ("baseline", "candidate"):
-            paired[f"{s}:{m.name}"] = paired[f"{s}:{col}"]
-        paired[f"delta:{m.name}"] = paired[f"candidate:{col}"] - paired[f"baseline:{col}"]
-    estimates = [Estimate(tuple(columns.index(x) for x in m.columns),
-                          m.spec.corpus if m.statistic == "corpus" and m.spec else None)
-                 for m in described]
+        raise _no_pair(key, len(baseline_only), len(candidate_only))
+    columns = setup.columns
     hashes = _pair_hashes(paired, id_column, group_columns)
     base_matrix = paired[[f"baseline:{x}" for x in columns]].to_numpy(np.float64)
     cand_matrix = paired[[f"candidate:{x}" for x in columns]].to_numpy(np.float64)
@@ -318,30 +516,8 @@ def compare_examples(
     groups: list[tuple[tuple, tuple]] = []
     members: list[tuple[np.ndarray, int, int]] = []
     if group_columns:
-        frames = (paired, baseline_only, candidate_only)
-        codes_of: dict[tuple, int] = {}
-        firsts: list[tuple[tuple, tuple]] = []
-        codes = []
-        for frame in frames:
-            cols = [frame[c].tolist() for c in group_columns]
-            kcols = [frame[k].tolist() for k in kinds]
-            out = np.empty(len(frame), dtype=np.int64)
-            for i in range(len(frame)):
-                values = tuple(col[i] for col in cols)
-                kind = tuple(col[i] for col in kcols)
-                ident = tuple((k, None if k else v) for v, k in zip(values, kind, strict=True))
-                code = codes_of.get(ident)
-                if code is None:
-                    code = codes_of[ident] = len(firsts)
-                    firsts.append((values, kind))
-                out[i] = code
-            codes.append(out)
-
-        def order(g: int) -> tuple:
-            values, kind = firsts[g]
-            return tuple((k, v if k == 0 else 0) for v, k in zip(values, kind, strict=True))
-
-        ranked = sorted(range(len(firsts)), key=order)
+        firsts, _, codes = _group_codes((paired, baseline_only, candidate_only), group_columns)
+        ranked = sorted(range(len(firsts)), key=lambda g: _group_order(firsts[g]))
         n_groups = len(firsts)
         sort = np.argsort(codes[0], kind="stable")
         bounds = np.searchsorted(codes[0][sort], np.arange(n_groups + 1))
@@ -358,44 +534,385 @@ def compare_examples(
         part_b = base_matrix if index is None else base_matrix[index]
         part_c = cand_matrix if index is None else cand_matrix[index]
         test = paired_resampling(
-            part_b, part_c, estimates, n_bootstrap=n_bootstrap, confidence=confidence,
+            part_b, part_c, setup.estimates, n_bootstrap=n_bootstrap, confidence=confidence,
             seed=seed, hashes=hashes if index is None else hashes[index], n_trials=trials)
-        n = len(part_b)
-        gone = is_missing(n, n_b_only, max_missing=max_missing)
-        for k, m in enumerate(described):
-            records.append({
-                "group": label, **values, "metric": m.metric, "measure": m.measure,
-                "statistic": m.statistic, "n_paired": n, "n_baseline_only": n_b_only,
-                "n_candidate_only": n_c_only, "baseline_mean": test.baseline_mean[k],
-                "candidate_mean": test.candidate_mean[k], "delta": test.delta[k],
-                "ci_low": test.ci_low[k], "ci_high": test.ci_high[k],
-                "p_value": test.p_value[k],
-                "p_adjusted": np.nan if test.p_refined is None else test.p_refined[k],
-                "mde": np.nan if test.mde is None else test.mde[k],
-                "band": floors[m.name], "band_source": "static", "history_nights": 0,
-                "alarm": False, "missing": gone, "drift": False, "drift_statistic": np.nan,
-                "drift_p": np.nan,
-            })
+        records.extend(_records(label, values, test, len(part_b), n_b_only, n_c_only, setup,
+                                max_missing=max_missing))
 
     add_rows(ALL_GROUP, dict.fromkeys(group_columns), None, len(baseline_only),
              len(candidate_only))
     for (values, kind), (index, n_b_only, n_c_only) in zip(groups, members, strict=True):
-        label = _group_label(group_columns, values, kind)
-        shown = {col: (None if k == 2 else v)
-                 for col, v, k in zip(group_columns, values, kind, strict=True)}
-        add_rows(label, shown, index, n_b_only, n_c_only)
-    rows = pd.DataFrame.from_records(records,
-                                     columns=["group", *group_columns, *ROW_COLUMNS[1:]])
-    rows["p_adjusted"] = adjust_p_values(rows["p_adjusted"].to_numpy(np.float64), adjust)
-    rows["alarm"] = alarm_rule(rows, alpha=1.0 - confidence)
+        add_rows(_group_label(group_columns, values, kind), _shown(group_columns, values, kind),
+                 index, n_b_only, n_c_only)
+    rows = _rows(records, group_columns, adjust=adjust, confidence=confidence)
     drop = [k for k in kinds if k in paired.columns]
-    return Comparison(rows=rows, paired=paired.drop(columns=drop),
-                      baseline_only=baseline_only.drop(columns=kinds),
-                      candidate_only=candidate_only.drop(columns=kinds),
-                      measures=tuple(measures), id_column=id_column,
+    return Comparison(rows=rows, measures=tuple(measures), id_column=id_column,
                       group_columns=group_columns, band=band, confidence=confidence,
                       n_bootstrap=n_bootstrap, seed=seed, max_missing=max_missing,
-                      adjust=adjust, n_trials=trials, floors=floors)
+                      adjust=adjust, n_trials=trials, floors=setup.floors,
+                      n_paired=len(paired), n_baseline_only=len(baseline_only),
+                      n_candidate_only=len(candidate_only),
+                      examples=PairedExamples(paired.drop(columns=drop),
+                                              baseline_only.drop(columns=kinds),
+                                              candidate_only.drop(columns=kinds)))
+
+
+def paired_examples(baseline: pd.DataFrame, candidate: pd.DataFrame, *,
+                    measures: Sequence[str], specs: Sequence[MetricSpec] = (),
+                    id_column: str = "id", group_columns: Sequence[str] = ()
+                    ) -> PairedExamples:
+    """Both runs' examples paired in memory (what :attr:`Comparison.paired` reads).
+
+    Args:
+        baseline: as :func:`compare_examples`.
+        candidate: as :func:`compare_examples`.
+        measures: as :func:`compare_examples`.
+        specs: as :func:`compare_examples`.
+        id_column: as :func:`compare_examples`.
+        group_columns: as :func:`compare_examples`.
+
+    Raises:
+        InputError: as :func:`compare_examples`.
+
+    """
+    setup = _setup(measures, specs, band=0.0, bands=None)
+    kinds = [_KIND + c for c in group_columns]
+    paired, b_only, c_only = _pair(baseline, candidate, setup, id_column=id_column,
+                                   group_columns=tuple(group_columns))
+    return PairedExamples(paired.drop(columns=kinds), b_only.drop(columns=kinds),
+                          c_only.drop(columns=kinds))
+
+
+# ---------------------------------------------------------------------------------------
+# The partitioned comparison: every part (a partition of both runs' examples by id) gives
+# mergeable sums in two passes; the driver only adds them (TFMA's combiners). The result is
+# the Comparison of compare_examples, bit for bit, holding nothing per example.
+
+ALL_SCOPE: tuple = ("all",)
+
+
+@dataclass
+class PartPairing:
+    """The first pass over one part: both runs' examples of some ids, paired.
+
+    Attributes:
+        n_baseline_only: examples of the part only in the baseline.
+        n_candidate_only: examples of the part only in the candidate.
+        scopes: by scope key (:data:`ALL_SCOPE`, or ``("group", identity)``), the paired
+            examples' :class:`~pipeline.compare.statistics.ScopeTotals`.
+        only: by scope key, ``(baseline only, candidate only)`` counts (groups with examples
+            in one run only included).
+        labels: by group scope key, the group's ``(values, kinds)``.
+        local: the part's group scope keys in the order of its rows' codes (the second pass
+            maps its rows to scopes with them).
+        top: the part's :meth:`Comparison.top` rows (at most ``n_top``), with the key's
+            kind columns.
+        baseline_only: the part's first :data:`ONLY_HEAD` keys only in the baseline, with
+            kinds.
+        candidate_only: the same for the candidate.
+
+    """
+
+    n_baseline_only: int
+    n_candidate_only: int
+    scopes: dict[tuple, ScopeTotals]
+    only: dict[tuple, list[int]]
+    labels: dict[tuple, tuple[tuple, tuple]]
+    local: list[tuple]
+    top: pd.DataFrame
+    baseline_only: pd.DataFrame
+    candidate_only: pd.DataFrame
+
+
+@dataclass
+class PartArrays:
+    """What the second pass needs of a part, per paired example.
+
+    The engine keeps them in a file between the passes.
+
+    Attributes:
+        hashes: uint64 (n,), the pairs' identity hashes.
+        codes: int64 (n,), positions in :attr:`PartPairing.local` (0 without groups).
+        baseline: float64 (n, k), the baseline's value columns.
+        candidate: float64 (n, k), the candidate's.
+
+    """
+
+    hashes: np.ndarray
+    codes: np.ndarray
+    baseline: np.ndarray
+    candidate: np.ndarray
+
+
+def _top_with_kinds(paired: pd.DataFrame, n: int, *, ranked: str, measures: Sequence[str],
+                    key: Sequence[str], kinds: Sequence[str]) -> pd.DataFrame:
+    out = top_moved(paired, n, ranked=ranked, measures=measures, key=[*key, *kinds])
+    return out
+
+
+def pair_part(baseline: pd.DataFrame, candidate: pd.DataFrame, *, measures: Sequence[str],
+              specs: Sequence[MetricSpec] = (), id_column: str = "id",
+              group_columns: Sequence[str] = (), n_top: int = DEFAULT_TOP
+              ) -> tuple[PartPairing, PartArrays]:
+    """The first pass over one part (both runs' examples of the same ids).
+
+    Args:
+        baseline: the part's baseline examples (as :func:`compare_examples` takes them).
+        candidate: the part's candidate examples.
+        measures: as :func:`compare_examples`.
+        specs: as :func:`compare_examples`.
+        id_column: as :func:`compare_examples`.
+        group_columns: as :func:`compare_examples`.
+        n_top: moved examples to keep, >= 0.
+
+    Returns:
+        The part's :class:`PartPairing` (small: sums and bounded lists) and its
+        :class:`PartArrays` (per paired example, for the second pass).
+
+    Raises:
+        InputError: as :func:`compare_examples` for the part's examples (null ids, duplicate
+            keys, non-finite scores, key types that differ).
+
+    """
+    setup = _setup(measures, specs, band=0.0, bands=None)
+    group_columns = tuple(group_columns)
+    key = [id_column, *group_columns]
+    kinds = [_KIND + c for c in group_columns]
+    paired, baseline_only, candidate_only = _pair(baseline, candidate, setup,
+                                                  id_column=id_column,
+                                                  group_columns=group_columns)
+    columns = setup.columns
+    b = paired[[f"baseline:{x}" for x in columns]].to_numpy(np.float64)
+    c = paired[[f"candidate:{x}" for x in columns]].to_numpy(np.float64)
+    hashes = _pair_hashes(paired, id_column, group_columns) if len(paired) \
+        else np.zeros(0, np.uint64)
+    scopes = {ALL_SCOPE: scope_totals(b, c)}
+    only: dict[tuple, list[int]] = {ALL_SCOPE: [len(baseline_only), len(candidate_only)]}
+    labels: dict[tuple, tuple[tuple, tuple]] = {}
+    local: list[tuple] = []
+    codes = np.zeros(len(paired), dtype=np.int64)
+    if group_columns:
+        firsts, idents, (codes, code_b, code_c) = _group_codes(
+            (paired, baseline_only, candidate_only), group_columns)
+        local = [("group", ident) for ident in idents]
+        n_groups = len(firsts)
+        sort = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[sort], np.arange(n_groups + 1))
+        only_b = np.bincount(code_b, minlength=n_groups)
+        only_c = np.bincount(code_c, minlength=n_groups)
+        for g in range(n_groups):
+            index = sort[bounds[g]:bounds[g + 1]]
+            scopes[local[g]] = scope_totals(b[index], c[index])
+            only[local[g]] = [int(only_b[g]), int(only_c[g])]
+            labels[local[g]] = firsts[g]
+    names = [m.name for m in setup.described]
+    top = _top_with_kinds(paired, n_top, ranked=names[0], measures=names, key=key, kinds=kinds)
+    return (PartPairing(len(baseline_only), len(candidate_only), scopes, only, labels, local,
+                        top, baseline_only.head(ONLY_HEAD), candidate_only.head(ONLY_HEAD)),
+            PartArrays(hashes, codes, b, c))
+
+
+def part_resamples(arrays: PartArrays, local: Sequence[tuple],
+                   grids: Mapping[tuple, GridScales], *, n_bootstrap: int, n_trials: int,
+                   seed: int) -> dict[tuple, ScopeResamples]:
+    """The second pass over one part: its share of each scope's resampled sums.
+
+    Args:
+        arrays: the part's :class:`PartArrays`.
+        local: the part's group scope keys (:attr:`PartPairing.local`).
+        grids: by scope key, the scope's grids (from its merged totals); scopes the part
+            holds and ``grids`` lacks (fewer than 2 pairs in all) are skipped.
+        n_bootstrap: resamples.
+        n_trials: randomization trials.
+        seed: the seed.
+
+    Returns:
+        By scope key, the part's :class:`ScopeResamples`.
+
+    """
+    out: dict[tuple, ScopeResamples] = {}
+    b, c, hashes = arrays.baseline, arrays.candidate, arrays.hashes
+    if not len(hashes):
+        return out
+    if ALL_SCOPE in grids:
+        out[ALL_SCOPE] = scope_resamples(b, c, hashes, grids[ALL_SCOPE],
+                                         n_bootstrap=n_bootstrap, n_trials=n_trials, seed=seed)
+    if local:
+        sort = np.argsort(arrays.codes, kind="stable")
+        bounds = np.searchsorted(arrays.codes[sort], np.arange(len(local) + 1))
+        for g, scope in enumerate(local):
+            if scope in grids and bounds[g + 1] > bounds[g]:
+                index = sort[bounds[g]:bounds[g + 1]]
+                out[scope] = scope_resamples(b[index], c[index], hashes[index], grids[scope],
+                                             n_bootstrap=n_bootstrap, n_trials=n_trials,
+                                             seed=seed)
+    return out
+
+
+def _sorted_keys(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Rows in key order, as ``merge(sort=True)`` leaves them (ids, then groups, kinds)."""
+    if frame.empty:
+        return frame.reset_index(drop=True)
+    try:
+        return frame.sort_values(columns, kind="stable").reset_index(drop=True)
+    except TypeError:  # values that do not compare (mixed types): keep the parts' order
+        return frame.reset_index(drop=True)
+
+
+class PairingMerger:
+    """Adds the parts' sums of a partitioned comparison and makes its :class:`Comparison`.
+
+    ``add`` each part's :class:`PartPairing`, then ``add_resamples`` each part's second pass
+    (run with :meth:`grids`), then :meth:`comparison`. Holds sums per scope and bounded
+    lists (top moved, a few ids), never a value per example.
+
+    Args:
+        measures: as :func:`compare_examples`.
+        specs: as :func:`compare_examples`.
+        id_column: as :func:`compare_examples`.
+        group_columns: as :func:`compare_examples`.
+        n_top: moved examples to keep, >= 0.
+
+    """
+
+    def __init__(self, *, measures: Sequence[str], specs: Sequence[MetricSpec] = (),
+                 id_column: str = "id", group_columns: Sequence[str] = (),
+                 n_top: int = DEFAULT_TOP) -> None:
+        self.measures = tuple(measures)
+        self.specs = tuple(specs)
+        self.id_column = id_column
+        self.group_columns = tuple(group_columns)
+        self.n_top = max(n_top, 0)
+        self.kinds = [_KIND + c for c in self.group_columns]
+        self.key = [id_column, *self.group_columns]
+        self.scopes: dict[tuple, ScopeTotals] = {}
+        self.only: dict[tuple, list[int]] = {}
+        self.labels: dict[tuple, tuple[tuple, tuple]] = {}
+        self.top: pd.DataFrame | None = None
+        self.heads: list[pd.DataFrame | None] = [None, None]
+        self.resamples: dict[tuple, ScopeResamples] = {}
+        # by part index, the part's group scope keys (PartPairing.local), for the 2nd pass
+        self.part_scopes: dict[int, list[tuple]] = {}
+        self._ranked = self.measures[0] if self.measures else ""
+
+    def add(self, part: PartPairing) -> None:
+        """Add one part's first pass."""
+        for scope, totals in part.scopes.items():
+            if scope in self.scopes:
+                self.scopes[scope].merge(totals)
+            else:  # a copy: arrays from Ray's object store are read-only
+                self.scopes[scope] = ScopeTotals(totals.n, [list(p) for p in totals.partials],
+                                                 totals.max_abs.copy())
+        for scope, counts in part.only.items():
+            total = self.only.setdefault(scope, [0, 0])
+            total[0] += counts[0]
+            total[1] += counts[1]
+        for scope, label in part.labels.items():
+            self.labels.setdefault(scope, label)
+        order = [*self.key, *self.kinds]
+        if self.top is None:
+            self.top = part.top
+        elif len(part.top):
+            both = _sorted_keys(pd.concat([self.top, part.top], ignore_index=True), order)
+            rank = np.argsort(-np.abs(both["delta"].to_numpy(np.float64)), kind="stable")
+            self.top = both.iloc[rank[:self.n_top]].reset_index(drop=True)
+        for i, frame in enumerate((part.baseline_only, part.candidate_only)):
+            have = self.heads[i]
+            self.heads[i] = frame if have is None else _sorted_keys(
+                pd.concat([have, frame], ignore_index=True), order).head(ONLY_HEAD)
+
+    def grids(self) -> dict[tuple, GridScales]:
+        """Every scope's grids, by scope key (scopes with at least 2 pairs only)."""
+        return {scope: scales(t) for scope, t in self.scopes.items() if t.n >= 2}
+
+    def add_resamples(self, share: Mapping[tuple, ScopeResamples]) -> None:
+        """Add one part's second pass."""
+        for scope, res in share.items():
+            if scope in self.resamples:
+                self.resamples[scope].merge(res)
+            else:  # a copy: arrays from Ray's object store are read-only
+                self.resamples[scope] = ScopeResamples(
+                    res.boot_sums.copy(), res.boot_totals.copy(), res.kept.copy(),
+                    res.d_total.copy(), [list(p) for p in res.d_square])
+
+    @property
+    def n_paired(self) -> int:
+        """Paired examples so far."""
+        everything = self.scopes.get(ALL_SCOPE)
+        return 0 if everything is None else everything.n
+
+    def check_paired(self) -> None:
+        """Raise when no example is in both runs (after the first pass).
+
+        Raises:
+            InputError: no example in common.
+
+        """
+        if not self.n_paired:
+            b_only, c_only = self.only.get(ALL_SCOPE, [0, 0])
+            raise _no_pair(self.key, b_only, c_only)
+
+    def comparison(self, *, band: float = DEFAULT_BAND, bands: Mapping[str, float] | None = None,
+                   confidence: float = DEFAULT_CONFIDENCE,
+                   n_bootstrap: int = DEFAULT_N_BOOTSTRAP, seed: int = DEFAULT_SEED,
+                   max_missing: float = DEFAULT_MAX_MISSING, adjust: str = DEFAULT_ADJUST,
+                   examples: Callable[[], PairedExamples] | None = None) -> Comparison:
+        """The :class:`Comparison` of the merged sums (options as :func:`compare_examples`).
+
+        Args:
+            band: as :func:`compare_examples`.
+            bands: as :func:`compare_examples`.
+            confidence: as :func:`compare_examples`.
+            n_bootstrap: as :func:`compare_examples` (the resamples the parts computed).
+            seed: as :func:`compare_examples` (the seed the parts used).
+            max_missing: as :func:`compare_examples`.
+            adjust: as :func:`compare_examples`.
+            examples: makes the per-example :class:`PairedExamples` when asked (a plot).
+
+        Raises:
+            InputError: no example in common.
+            ConfigError: bad settings.
+
+        """
+        _check_options(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
+                       max_missing=max_missing, adjust=adjust)
+        self.check_paired()
+        setup = _setup(self.measures, self.specs, band=band, bands=bands)
+        group_columns = self.group_columns
+        records: list[dict[str, Any]] = []
+
+        def add_rows(scope: tuple, label: str, values: dict[str, Any]) -> None:
+            totals = self.scopes.get(scope)
+            if totals is None:  # a group with examples in one run only
+                totals = ScopeTotals(0, [[] for _ in range(3 * len(setup.columns))],
+                                     np.zeros(3 * len(setup.columns)))
+            test = paired_from_sums(totals, self.resamples.get(scope), setup.estimates,
+                                    confidence=confidence, n_bootstrap=n_bootstrap,
+                                    n_trials=n_bootstrap)
+            b_only, c_only = self.only.get(scope, [0, 0])
+            records.extend(_records(label, values, test, totals.n, b_only, c_only, setup,
+                                    max_missing=max_missing))
+
+        add_rows(ALL_SCOPE, ALL_GROUP, dict.fromkeys(group_columns))
+        for scope in sorted(self.labels, key=lambda s: _group_order(self.labels[s])):
+            values, kind = self.labels[scope]
+            add_rows(scope, _group_label(group_columns, values, kind),
+                     _shown(group_columns, values, kind))
+        rows = _rows(records, group_columns, adjust=adjust, confidence=confidence)
+        b_all, c_all = self.only.get(ALL_SCOPE, [0, 0])
+        kinds = self.kinds
+        top = self.top if self.top is not None else pd.DataFrame()
+        heads = tuple(h.drop(columns=kinds) if h is not None else pd.DataFrame(columns=self.key)
+                      for h in self.heads)
+        return Comparison(rows=rows, measures=self.measures, id_column=self.id_column,
+                          group_columns=group_columns, band=band, confidence=confidence,
+                          n_bootstrap=n_bootstrap, seed=seed, max_missing=max_missing,
+                          adjust=adjust, n_trials=n_bootstrap, floors=setup.floors,
+                          n_paired=self.n_paired, n_baseline_only=b_all,
+                          n_candidate_only=c_all, examples=examples,
+                          only_heads=(heads[0], heads[1]),
+                          moved=top.drop(columns=[k for k in kinds if k in top.columns]),
+                          n_moved=self.n_top, scheme="partitioned")
 
 
 def alarm_rule(rows: pd.DataFrame, *, alpha: float) -> np.ndarray:
@@ -416,5 +933,6 @@ def alarm_rule(rows: pd.DataFrame, *, alpha: float) -> np.ndarray:
         return np.isfinite(p) & (p < alpha) & (np.abs(delta) > band)
 
 
-__all__ = ["ALL_GROUP", "DEFAULT_TOP", "ROW_COLUMNS", "Comparison", "alarm_rule",
-           "compare_examples"]
+__all__ = ["ALL_GROUP", "ALL_SCOPE", "DEFAULT_TOP", "ONLY_HEAD", "ROW_COLUMNS", "Comparison",
+           "PairedExamples", "PairingMerger", "PartArrays", "PartPairing", "alarm_rule",
+           "compare_examples", "pair_part", "paired_examples", "part_resamples", "top_moved"]

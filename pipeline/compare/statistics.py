@@ -133,6 +133,10 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
                       n_trials: int | None = None) -> PairedTest:
     """Values, deltas, paired bootstrap interval, randomization p-value and MDE.
 
+    The sums of :class:`ScopeTotals` and :class:`ScopeResamples` over all n examples at once,
+    then :func:`paired_from_sums`: a partitioned comparison that adds the same sums part by
+    part gets the same result, bit for bit.
+
     Args:
         baseline: float64 (n, k): per-example columns of the baseline (measures and
             statistics), finite.
@@ -150,34 +154,197 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
         MDE are NaN, with n = 0 every field is NaN.
 
     """
-    b = np.asarray(baseline, dtype=np.float64)
-    c = np.asarray(candidate, dtype=np.float64)
-    n, k = b.shape
+    b = np.ascontiguousarray(baseline, dtype=np.float64)
+    c = np.ascontiguousarray(candidate, dtype=np.float64)
+    n = b.shape[0]
+    trials = n_bootstrap if n_trials is None else n_trials
+    totals = scope_totals(b, c)
+    resamples = None
+    if n >= 2:
+        hashes = stats.position_hashes(n) if hashes is None else hashes
+        resamples = scope_resamples(
+            b, c, hashes, scales(totals), n_bootstrap=n_bootstrap, n_trials=trials, seed=seed,
+            threads=_threads(n, n_bootstrap))
+    return paired_from_sums(totals, resamples, estimates, confidence=confidence,
+                            n_bootstrap=n_bootstrap, n_trials=trials)
+
+
+@dataclass
+class ScopeTotals:
+    """Mergeable first-pass sums of a set of paired examples (a scope, or a part of one).
+
+    Attributes:
+        n: paired examples.
+        partials: per column of ``[baseline, candidate, candidate - baseline]`` (3k lists),
+            floats whose exact sum is the column's exact sum
+            (:func:`pipeline.stats.exact_partials`).
+        max_abs: float64 (3k,), each of those columns' largest absolute value (they fix the
+            scope's exact-summation grids: :func:`pipeline.stats.grid_scales`).
+
+    """
+
+    n: int
+    partials: list[list[float]]
+    max_abs: np.ndarray
+
+    def merge(self, other: ScopeTotals) -> None:
+        """Add another part's totals of the same scope."""
+        self.n += other.n
+        self.max_abs = np.maximum(self.max_abs, other.max_abs)
+        for mine, theirs in zip(self.partials, other.partials, strict=True):
+            mine.extend(theirs)
+            if len(mine) > 64:  # the exact sum again, in a few floats
+                mine[:] = stats.exact_partials(np.array(mine))
+
+    def sums(self) -> np.ndarray:
+        """float64 (3k,): each column's correctly rounded sum (``math.fsum``)."""
+        return np.array([math.fsum(p) for p in self.partials])
+
+
+def scope_totals(baseline: np.ndarray, candidate: np.ndarray) -> ScopeTotals:
+    """:class:`ScopeTotals` of n paired examples (float64 (n, k) each, finite)."""
+    b = np.ascontiguousarray(baseline, dtype=np.float64)
+    c = np.ascontiguousarray(candidate, dtype=np.float64)
+    values = np.concatenate([b, c, c - b], axis=1)
+    return ScopeTotals(len(values), [stats.exact_partials(values[:, q])
+                                     for q in range(values.shape[1])],
+                       stats.column_max_abs(values) if len(values)
+                       else np.zeros(values.shape[1]))
+
+
+@dataclass(frozen=True)
+class GridScales:
+    """A scope's exact-summation grids (:func:`pipeline.stats.grid_scales`).
+
+    Attributes:
+        poisson: float64 (2k,), for [baseline, candidate] under Poisson weights (at most 8).
+        flip: float64 (k,), for candidate - baseline under 0/1 weights.
+
+    """
+
+    poisson: np.ndarray
+    flip: np.ndarray
+
+
+def scales(totals: ScopeTotals) -> GridScales:
+    """The grids of the scope whose merged totals these are (:func:`pipeline.stats.to_grid`)."""
+    k = len(totals.max_abs) // 3
+    return GridScales(
+        stats.grid_scales(totals.n, totals.max_abs[:2 * k], max_weight=stats.MAX_WEIGHT["poisson"]),
+        stats.grid_scales(totals.n, totals.max_abs[2 * k:], max_weight=1))
+
+
+@dataclass
+class ScopeResamples:
+    """Mergeable second-pass sums of a scope (or a part of one), on the scope's grids.
+
+    Attributes:
+        boot_sums: float64 (n_bootstrap, 2k), Poisson-weighted sums of [baseline, candidate].
+        boot_totals: float64 (n_bootstrap,), sums of the Poisson weights.
+        kept: float64 (n_trials, k), flip-weighted sums of candidate - baseline.
+        d_total: float64 (k,), sums of candidate - baseline on the flip grid.
+        d_square: per column (k lists), exact partials of the squares of those grid values.
+
+    All but ``d_square`` are exact (multiples of the grid), so they add up part by part to
+    the sums over the whole scope bit for bit; ``d_square`` is summed correctly rounded.
+    """
+
+    boot_sums: np.ndarray
+    boot_totals: np.ndarray
+    kept: np.ndarray
+    d_total: np.ndarray
+    d_square: list[list[float]]
+
+    def merge(self, other: ScopeResamples) -> None:
+        """Add another part's resamples of the same scope."""
+        self.boot_sums += other.boot_sums
+        self.boot_totals += other.boot_totals
+        self.kept += other.kept
+        self.d_total += other.d_total
+        for mine, theirs in zip(self.d_square, other.d_square, strict=True):
+            mine.extend(theirs)
+            if len(mine) > 64:
+                mine[:] = stats.exact_partials(np.array(mine))
+
+
+def scope_resamples(baseline: np.ndarray, candidate: np.ndarray, hashes: np.ndarray,
+                    grids: GridScales, *, n_bootstrap: int, n_trials: int, seed: int,
+                    threads: int | None = 1) -> ScopeResamples:
+    """One part's :class:`ScopeResamples` of a scope whose grids are ``grids``.
+
+    Each example's weights come from the seed and its pair hash (:func:`stats.stream_keys`),
+    so a part's share does not depend on which other examples share its part.
+
+    Args:
+        baseline: float64 (n, k), finite.
+        candidate: float64 (n, k).
+        hashes: uint64 (n,), the pairs' identity hashes.
+        grids: the scope's :func:`scales` (from the whole scope's merged totals).
+        n_bootstrap: Poisson resamples, >= 0.
+        n_trials: randomization trials, >= 0.
+        seed: the seed.
+        threads: threads for the resampling kernel (None: every usable CPU).
+
+    """
+    b = np.ascontiguousarray(baseline, dtype=np.float64)
+    c = np.ascontiguousarray(candidate, dtype=np.float64)
+    keys = stats.stream_keys(hashes, seed=seed, weights="poisson")
+    grid = stats.to_grid(np.concatenate([b, c], axis=1), max_weight=stats.MAX_WEIGHT["poisson"],
+                         scales=grids.poisson)
+    sums, totals = stats.resample_sums_threaded(grid, keys, weights="poisson", first=0,
+                                                count=n_bootstrap, threads=threads)
+    del grid
+    keys = stats.stream_keys(hashes, seed=seed, weights="flip")
+    d_grid = stats.to_grid(c - b, max_weight=1, scales=grids.flip)
+    kept, _ = stats.resample_sums_threaded(d_grid, keys, weights="flip", first=0,
+                                           count=n_trials, threads=threads)
+    square = d_grid * d_grid
+    return ScopeResamples(sums, totals, kept, d_grid.sum(axis=1),  # exact: on the grid
+                          [stats.exact_partials(square[q]) for q in range(len(square))])
+
+
+def paired_from_sums(totals: ScopeTotals, resamples: ScopeResamples | None,
+                     estimates: Sequence[Estimate], *, confidence: float, n_bootstrap: int,
+                     n_trials: int) -> PairedTest:
+    """The :class:`PairedTest` of a scope from its merged sums (see the module docstring).
+
+    Args:
+        totals: the scope's merged :class:`ScopeTotals` (k value columns).
+        resamples: its merged :class:`ScopeResamples` (None when ``totals.n < 2``).
+        estimates: M estimates over the k columns.
+        confidence: interval level in (0, 1).
+        n_bootstrap: resamples in ``resamples``.
+        n_trials: randomization trials in ``resamples``.
+
+    Returns:
+        A :class:`PairedTest` with arrays of shape (M,).
+
+    """
+    n = totals.n
     m = len(estimates)
     nan = np.full(m, np.nan)
     if n == 0:
         return PairedTest(nan, nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(),
                           nan.copy(), nan.copy())
-    base_value = stats.point_estimates(b, estimates)
-    cand_value = stats.point_estimates(c, estimates)
+    k = len(totals.partials) // 3
+    every = totals.sums()
+    b_sums, c_sums, d_sums = every[:k], every[k:2 * k], every[2 * k:]
+    count = np.array([float(n)])
+    base_value = stats.evaluate(estimates, b_sums[None, :], count)[0]
+    cand_value = stats.evaluate(estimates, c_sums[None, :], count)[0]
     mean_only = all(e.corpus is None for e in estimates)
     if mean_only:
-        delta = stats.point_estimates(c - b, estimates)
+        delta = stats.evaluate(estimates, d_sums[None, :], count)[0]
     else:
         delta = cand_value - base_value
-    if n < 2:
+    if n < 2 or resamples is None:
         return PairedTest(base_value, cand_value, delta, nan, nan.copy(), nan.copy(),
                           nan.copy(), nan.copy())
-    hashes = stats.position_hashes(n) if hashes is None else hashes
-    threads = _threads(n, n_bootstrap)
 
     # paired bootstrap: the same Poisson weights on both runs' columns
-    keys = stats.stream_keys(hashes, seed=seed, weights="poisson")
-    grid = stats.to_grid(np.concatenate([b, c], axis=1), max_weight=stats.MAX_WEIGHT["poisson"])
-    sums, totals = stats.resample_sums_threaded(grid, keys, weights="poisson", first=0,
-                                                count=n_bootstrap, threads=threads)
-    deltas = (stats.evaluate(estimates, sums[:, k:], totals)
-              - stats.evaluate(estimates, sums[:, :k], totals))
+    sums, boot_totals = resamples.boot_sums, resamples.boot_totals
+    deltas = (stats.evaluate(estimates, sums[:, k:], boot_totals)
+              - stats.evaluate(estimates, sums[:, :k], boot_totals))
     ci_low, ci_high = stats.percentile_interval(deltas, confidence)
     with np.errstate(invalid="ignore"):
         sd = np.nanstd(deltas, axis=0) if np.isfinite(deltas).any() else nan
@@ -185,25 +352,20 @@ def paired_resampling(baseline: np.ndarray, candidate: np.ndarray,
     mde = z * sd
 
     # approximate randomization: fair flips; K = sum of kept (c - b) per trial
-    trials = n_bootstrap if n_trials is None else n_trials
-    keys = stats.stream_keys(hashes, seed=seed, weights="flip")
-    d = c - b
-    kept, _ = stats.resample_sums_threaded(
-        stats.to_grid(d, max_weight=1), keys, weights="flip", first=0, count=trials,
-        threads=_threads(n, trials))
+    trials = n_trials
+    kept = resamples.kept
     ones = np.full(trials, float(n))
     if mean_only:
-        grid = stats.to_grid(d, max_weight=1)
-        total = grid.sum(axis=1)  # exact: on the grid
+        total = resamples.d_total  # exact: on the grid
         observed = np.abs(total / n)
         trial = np.abs((2.0 * kept - total) / n)
         order = [e.columns[0] for e in estimates]
         extreme = (trial[:, order] >= observed[order]).sum(axis=0)
         # the randomization distribution of the mean: symmetric, variance sum(d^2) / n^2
-        spread = np.sqrt((grid * grid).sum(axis=1))[order] / n
+        square = np.array([math.fsum(p) for p in resamples.d_square])
+        spread = np.sqrt(square)[order] / n
         observed = observed[order]
     else:
-        b_sums, c_sums = stats.exact_sums(b), stats.exact_sums(c)
         signed = (stats.evaluate(estimates, b_sums + kept, ones)
                   - stats.evaluate(estimates, c_sums - kept, ones))
         trial = np.abs(signed)
@@ -352,6 +514,7 @@ def is_missing(n_paired: int, n_baseline_only: int, *, max_missing: float) -> bo
 
 __all__ = ["ADJUST_METHODS", "DEFAULT_ADJUST", "DEFAULT_BAND", "DEFAULT_CONFIDENCE",
            "DEFAULT_MAX_MISSING", "DEFAULT_N_BOOTSTRAP", "DEFAULT_SEED", "INTERVAL_METHOD",
-           "MDE_METHOD", "POWER", "TEST_METHOD", "PairedTest", "adjust_p_values",
-           "bootstrap_mean_differences", "check_settings", "is_alarm", "is_missing",
-           "paired_resampling", "paired_test"]
+           "MDE_METHOD", "POWER", "TEST_METHOD", "GridScales", "PairedTest", "ScopeResamples",
+           "ScopeTotals", "adjust_p_values", "bootstrap_mean_differences", "check_settings",
+           "is_alarm", "is_missing", "paired_from_sums", "paired_resampling", "paired_test",
+           "scales", "scope_resamples", "scope_totals"]

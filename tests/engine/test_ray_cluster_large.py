@@ -5,7 +5,11 @@ Three ``ray start --block`` processes (``tests/support/ray_cluster.py``), one CP
 200,000 (prediction, references) pairs resampled from the bundled REALSumm data under new
 ids, in 4 shards, cut into 10 partitions: every node reads, checks and scores partitions
 through the exchange files in the shared staging directory. The files written equal, file by
-file (metadata included), those of an in-process run of the same command.
+file (metadata included), those of an in-process run of the same command. Then ``overlap
+compare --address`` of that run against a candidate (one prediction in ten cut to half its
+words) pairs and tests the two runs partition by partition on the cluster, and writes the
+same ``compare.json`` and ``compare.parquet`` as an in-process compare and as the in-memory
+comparison.
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ def cluster():
     assert leftovers == [], "processes of the test cluster outlived their ray start"
 
 
-def _inputs(folder: Path) -> Path:
-    """200,000 resampled REALSumm pairs with a references list column, 4 shards."""
+def _inputs(folder: Path, *, cut: bool = False) -> Path:
+    """200,000 resampled REALSumm pairs with a references list column, 4 shards (``cut``:
+    one prediction in ten cut to its first half)."""
     preds = pq.read_table(DATA / "predictions")
     refs = pq.read_table(DATA / "references.parquet").group_by("id").aggregate(
         [("reference", "list")])
@@ -54,6 +59,10 @@ def _inputs(folder: Path) -> Path:
                      strict=True))
     pick = np.random.default_rng(7).integers(0, preds.num_rows, ROWS)
     texts = preds.column("prediction").take(pa.array(pick))
+    if cut:
+        words = [t.split(" ") for t in texts.to_pylist()]
+        texts = pa.array([" ".join(w[:max(1, len(w) // 2)]) if i % 10 == 3 else " ".join(w)
+                          for i, w in enumerate(words)], texts.type)
     ids = preds.column("id").to_pylist()
     table = pa.table({
         "id": pa.array([f"ex{i:06d}" for i in range(ROWS)]),
@@ -97,3 +106,28 @@ def test_200k_rows_on_three_nodes_equal_an_in_process_run(cluster, tmp_path):
             pq.read_table(local / "examples" / name), check_metadata=True), name
     assert pq.read_table(tmp_path / "cluster" / "aggregate.parquet").equals(
         pq.read_table(local / "aggregate.parquet"), check_metadata=True)
+
+    # compare on the cluster: that run against a candidate scored in-process
+    candidate = tmp_path / "candidate"
+    score(str(_inputs(tmp_path / "in-cut", cut=True)), output=str(candidate), run_id="cut",
+          config=ScoreConfig(engine="local", group_by=("system",), partition_rows=20_000))
+    proc = subprocess.run([*command, "compare", str(tmp_path / "cluster"), str(candidate),
+                           "--output", str(tmp_path / "cmp-cluster"), "--address",
+                           cluster.address, "--format", "json"],
+                          env=cluster.env(), capture_output=True, text=True, timeout=1200,
+                          cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr  # 0 no alarm, 1 an alarm
+    assert (tmp_path / "cmp-cluster" / "compare.json").exists(), proc.stderr
+    from pipeline.api import compare
+    from pipeline.compare import compare_runs
+
+    in_process = compare(str(tmp_path / "cluster"), str(candidate),
+                         output=str(tmp_path / "cmp-local"), engine="local")
+    memory = compare_runs(str(tmp_path / "cluster"), str(candidate))
+    written = json.loads((tmp_path / "cmp-cluster" / "compare.json").read_text())
+    assert written["pairing"]["n_paired"] == ROWS
+    assert written == json.loads((tmp_path / "cmp-local" / "compare.json").read_text())
+    assert written == json.loads(json.dumps(memory.to_document()))
+    assert pq.read_table(tmp_path / "cmp-cluster" / "compare.parquet").equals(
+        pq.read_table(tmp_path / "cmp-local" / "compare.parquet"), check_metadata=True)
+    assert in_process.comparison.scheme == "partitioned"

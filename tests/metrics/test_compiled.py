@@ -111,18 +111,192 @@ def test_scoring_and_partitioning_do_not_import_numba():
     assert run.stdout.strip() == "False"
 
 
-def test_the_bootstrap_kernel_gives_the_same_sums_from_both_builds():
-    # large resamples use numba's JIT build for this CPU (pipeline.stats.JIT_MIN_DRAWS)
+def _bootstrap_builds():
+    # every build of the bootstrap's sums kernel here: the ahead-of-time modules (generic, and
+    # x86-64-v3 where this CPU runs it) and numba's JIT build
+    import importlib
+
+    from pipeline import resampling
+
+    out = {"jit": resampling.weighted_sums}
+    for name, module in (("generic", "pipeline._kernels"), ("v3", "pipeline._kernels_v3")):
+        try:
+            ext = importlib.import_module(module)
+        except ImportError:
+            continue
+        if name == "v3" and not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
+            continue
+        out[name] = ext.weighted_sums
+    return out
+
+
+def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
     from pipeline import stats
 
     rng = np.random.default_rng(2)
     grid = stats.to_grid(rng.random((3001, 7)), max_weight=8)
     keys = stats.stream_keys(rng.integers(0, 2**63, 3001, dtype=np.uint64), seed=5,
                              weights="poisson")
-    out = []
-    for jit in (False, True):
+    out = {}
+    for name, fn in _bootstrap_builds().items():
         acc, tot = np.zeros((7, 40)), np.zeros(40)
-        compiled.kernel("weighted_sums", jit=jit)(grid, keys, 0, 10,
-                                                  stats.THRESHOLDS["poisson"], 0, acc, tot)
-        out.append((acc, tot))
-    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+        fn(grid, keys, 0, 10, stats.THRESHOLDS["poisson"], 0, acc, tot)
+        out[name] = (acc, tot)
+    assert len(out) >= 2, out.keys()
+    first = out["jit"]
+    for acc, tot in out.values():
+        assert np.array_equal(acc, first[0]) and np.array_equal(tot, first[1])
+
+
+def test_the_other_wide_kernels_equal_the_generic_ones():
+    # the grid's rounding, the column maxima and the stream keys, from both modules
+    import importlib
+
+    if not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
+        pytest.skip("this CPU does not run x86-64-v3 code")
+    try:
+        mods = [importlib.import_module(m) for m in (compiled.EXTENSION, compiled.WIDE_EXTENSION)]
+    except ImportError:
+        pytest.skip("the ahead-of-time modules are not built")
+    rng = np.random.default_rng(8)
+    values = rng.standard_normal((5003, 5)) * 10.0 ** rng.integers(-300, 300, (5003, 5))
+    scales = 2.0 ** rng.integers(-40, 40, 5).astype(np.float64)
+    hashes = rng.integers(0, 2**64 - 1, 5003, dtype=np.uint64)
+    got = []
+    for m in mods:
+        top, grid, keys = np.zeros(5), np.empty((5, 5003)), np.empty(5003, np.uint64)
+        m.column_max_abs(values, top)
+        m.round_transposed(values, scales, grid)
+        m.stream_keys(hashes, np.array([12345], np.uint64), keys)
+        got.append((top, grid, keys))
+    for a, b in zip(*got, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_the_bootstrap_uses_the_wide_build_where_the_cpu_has_it():
+    builds = compiled.builds()
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    assert builds["score_pairs"] == "generic"
+    wide = compiled.V3_CPU_FLAGS <= compiled.cpu_flags()
+    assert builds["weighted_sums"] == ("x86-64-v3" if wide else "generic")
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\nbugs\t\t: spectre_v1\n")
+    assert compiled.cpu_flags(str(info)) == {"fpu", "sse2", "avx2", "fma"}
+    assert compiled.cpu_flags(str(tmp_path / "missing")) == frozenset()
+
+
+@pytest.mark.parametrize("build", ["generic", "v3"])
+def test_the_compiled_bootstrap_releases_the_gil(build):
+    # Another thread runs Python while the kernel runs: sampled timestamps of the main thread
+    # fall inside the kernel's call (a kernel holding the GIL blocks them all until it returns).
+    import threading
+    import time
+
+    from pipeline import stats
+
+    fn = _bootstrap_builds().get(build)
+    if fn is None:
+        pytest.skip(f"no {build} ahead-of-time build here")
+    rng = np.random.default_rng(3)
+    n = 200_000
+    grid = stats.to_grid(rng.random((n, 4)), max_weight=8)
+    keys = stats.stream_keys(np.arange(n, dtype=np.uint64), seed=1, weights="poisson")
+    span = {}
+
+    def work():
+        words = 16
+        while True:  # long enough to see: at least 0.3 s
+            acc, tot = np.zeros((4, 4 * words)), np.zeros(4 * words)
+            span["start"] = time.perf_counter()
+            fn(grid, keys, 0, words, stats.THRESHOLDS["poisson"], 0, acc, tot)
+            span["stop"] = time.perf_counter()
+            if span["stop"] - span["start"] >= 0.3:
+                return
+            words *= 4
+
+    thread = threading.Thread(target=work)
+    samples = []
+    thread.start()
+    while thread.is_alive():
+        samples.append(time.perf_counter())
+        time.sleep(0.001)
+    thread.join()
+    start, stop = span["start"], span["stop"]
+    margin = 0.2 * (stop - start)
+    inside = [t for t in samples if start + margin < t < stop - margin]
+    assert inside, f"no Python ran in {stop - start:.2f} s of the kernel: it holds the GIL"
+
+
+def test_a_large_bootstrap_compiles_nothing(tmp_path):
+    # 4 measures x 250,000 examples x 1,000 resamples in one call: 10**9 weighted values, the
+    # size from which the bootstrap used to switch to numba's JIT build (its cache empty here:
+    # a compile would write to it and import numba).
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    code = ("import sys, numpy as np; from pipeline import stats; "
+            "rng = np.random.default_rng(0); "
+            "reps = stats.bootstrap(rng.random((250_000, 4)), "
+            "np.arange(250_000, dtype=np.uint64), [stats.Estimate((q,)) for q in range(4)], "
+            "n_bootstrap=1000, seed=1, threads=1); "
+            "assert reps.shape == (1000, 4) and np.isfinite(reps).all(); "
+            "print('numba' in sys.modules, 'llvmlite' in sys.modules)")
+    cache = tmp_path / "numba-cache"
+    cache.mkdir()
+    import os
+
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    assert run.stdout.split() == ["False", "False"], run.stdout + run.stderr
+    assert not list(cache.iterdir())
+
+
+@pytest.mark.slow
+def test_a_million_row_score_in_a_fresh_process_compiles_nothing(tmp_path):
+    # The default metrics and bootstrap (1,000) on 1,000,000 short rows in partitions of
+    # 250,000 (as configs/nightly.yaml's 200,000: each file's share of the bootstrap is then
+    # 3 * 10**9 weighted values, which used to switch to numba's JIT build), in a new process
+    # with an empty numba cache: neither the driver imports numba nor a worker writes to it.
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not compiled.compiled_ahead():
+        pytest.skip("pipeline._kernels not built: the kernels compile with numba")
+    n = 1_000_000
+    words = np.array(["the", "cat", "sat", "on", "a", "mat", "dog", "ran"])
+    rng = np.random.default_rng(7)
+    pick = rng.integers(0, len(words), (n, 4))
+    preds = pa.array([" ".join(w) for w in words[pick[:, :3]]])
+    refs = pa.array([" ".join(w) for w in words[pick[:, 1:]]])
+    references = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), refs)
+    src = tmp_path / "in"
+    src.mkdir()
+    table = pa.table({"id": pa.array(np.arange(n)), "prediction": preds,
+                      "references": references})
+    for s in range(4):
+        pq.write_table(table.slice(s * n // 4, n // 4), src / f"part-{s}.parquet")
+    cache = tmp_path / "numba-cache"
+    cache.mkdir()
+    config = tmp_path / "big-partitions.yaml"
+    config.write_text("partition_rows: 250000\n")
+    code = ("import sys; from pipeline.cli import main\n"
+            "try:\n"
+            "    main(['score', sys.argv[1], '--output', sys.argv[2], '--config', sys.argv[3]])\n"
+            "except SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print('numba' in sys.modules, 'llvmlite' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "run"),
+                          str(config)],
+                         capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1].split() == ["False", "False"], run.stdout
+    assert not list(cache.iterdir())
+    assert len(list((tmp_path / "run" / "examples").glob("*.parquet"))) == 4
+    aggregate = pq.read_table(tmp_path / "run" / "aggregate.parquet")
+    assert aggregate.num_rows > 0
