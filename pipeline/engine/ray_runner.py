@@ -487,9 +487,6 @@ class RayRunner:
             self.address = "(existing connection)"
         elif address:
             _check_reachable(address)
-            # Ray's C++ client logs each failed GCS attempt (~20 lines) before the error;
-            # the one-line ExecutionError says it all (RAY_BACKEND_LOG_LEVEL set by a user wins)
-            os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
             handlers = _signal_handlers()
             try:
                 ray.init(address=address, runtime_env=dict(runtime_env or {}) or None,
