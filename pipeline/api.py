@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from pipeline.aggregate import MetricAggregate
 from pipeline.config import DEFAULT_SEED, ScoreConfig, ScoringSettings
-from pipeline.errors import ConfigError, ExecutionError, PipelineError
+from pipeline.config_checks import parse_run_date
+from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
 if TYPE_CHECKING:  # pandas is only needed for the annotation; importing it costs ~0.6 s
@@ -296,8 +297,9 @@ def score(
         out.publish(run_id=run_id)
     except PipelineError as e:
         # Bad input or settings: nothing worth keeping. Anything else (infrastructure
-        # failure, interrupt, a bug) keeps the staging directory for a rerun to resume.
-        if not isinstance(e, ExecutionError):
+        # failure, interrupt, a bug) keeps the staging directory for a rerun to resume,
+        # unless no partition was finished (e.g. the engine never started).
+        if not isinstance(e, ExecutionError) or (not resumed and not out.has_progress()):
             out.abort()
         raise
     finally:
@@ -448,6 +450,23 @@ class NightlyRun:
     error: PipelineError | None = None
 
 
+def _staging_left(run_dir: str) -> bool:
+    """Tell whether a failed score left a staging directory beside ``run_dir`` to resume."""
+    import posixpath
+
+    import pyarrow.fs as pafs
+
+    from pipeline.io.runs import filesystem
+
+    try:
+        fs, path = filesystem(run_dir)
+        head, name = posixpath.split(path.rstrip("/"))
+        entries = fs.get_file_info(pafs.FileSelector(head, allow_not_found=True))
+    except (PipelineError, OSError):
+        return False
+    return any(e.base_name.startswith(f".{name}.overlap-staging") for e in entries)
+
+
 def nightly(
     root: str,
     predictions: str,
@@ -470,8 +489,10 @@ def nightly(
     2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
        stops the night.
     3. The baseline: ``baseline``, else the newest complete run under ROOT dated on or before
-       tonight, other than tonight's (:func:`pipeline.compare.history.last_complete_run`).
-       None: the night ends with 0.
+       tonight, other than tonight's, with a measure in common with tonight's (newer runs
+       without one are passed over, in one log line;
+       :func:`pipeline.compare.history.comparable_baseline`). No run at all: the night ends
+       with 0; runs but none comparable: exit 2 naming the newest and ``--baseline``.
     4. Compare (:func:`compare` with ``history=ROOT``) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
        and ``delta.png`` unless ``plot`` is False; a plot that fails is only logged).
@@ -501,8 +522,9 @@ def nightly(
 
     """
     run_date = run_date or datetime.now(timezone.utc).strftime("%Y-%m-%d")
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", run_date):
-        err: PipelineError = ConfigError(f"RUN_DATE must be YYYY-MM-DD, got {run_date!r}")
+    try:
+        parse_run_date(run_date)
+    except ConfigError as err:
         return NightlyRun(err.exit_code, "", error=err)
     try:
         run_id = check_run_id(run_id or new_run_id())
@@ -510,13 +532,22 @@ def nightly(
         error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
                             f"with a letter or digit, got {run_id!r}")
         return NightlyRun(error.exit_code, "", error=error)
-    from pipeline.compare.history import last_complete_run
+    from pipeline.compare.history import comparable_baseline
     from pipeline.io.runs import filesystem
 
     base = root.rstrip("/") or root
     run_dir = f"{base}/run_date={run_date}/run_id={run_id}"
     compare_dir = f"{base}/compare/run_date={run_date}/run_id={run_id}"
     again = f"run again with RUN_DATE={run_date} RUN_ID={run_id}"
+    try:
+        fs, path = filesystem(base)
+        is_file = fs.get_file_info(path).type.name == "File"
+    except (PipelineError, OSError):
+        is_file = False
+    if is_file:
+        not_dir = InputError(f"ROOT {root} is not a directory",
+                             hint="name a directory (new or holding earlier nights)")
+        return NightlyRun(not_dir.exit_code, "", error=not_dir)
     try:
         fs, path = filesystem(run_dir)
         done = fs.get_file_info(f"{path}/_SUCCESS").type.name == "File"
@@ -530,8 +561,9 @@ def nightly(
             score(predictions, references=references, output=run_dir, config=config,
                   run_id=run_id)
         except PipelineError as error:
-            log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison; to "
-                f"resume, {again}")
+            resume = f"; to resume, {again}" if _staging_left(run_dir) else ""
+            log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"
+                + resume)
             return NightlyRun(error.exit_code, run_dir, error=error)
     if publish_options is not None:
         log(f"publishing {run_dir}")
@@ -542,8 +574,22 @@ def nightly(
                 "complete")
             return NightlyRun(error.exit_code, run_dir, error=error)
     if baseline is None:
-        found = last_complete_run(base, run_date=run_date, exclude=run_dir)
+        found, skipped = comparable_baseline(
+            base, run_date=run_date, candidate=run_dir,
+            measures=(compare_options or {}).get("measures"))
         baseline = None if found is None else found.path
+        if skipped and found is not None:
+            log(f"passing over {len(skipped)} newer "
+                f"{'run' if len(skipped) == 1 else 'runs'} with no measure in common with "
+                f"tonight's: {', '.join(r.path for r in skipped)}")
+        elif skipped:
+            none = InputError(f"no earlier run under {root} has a measure in common with "
+                              f"tonight's (the last one: {skipped[0].path})",
+                              hint="compare with a run of your choice with --baseline "
+                                   "RUN_DIR (env BASELINE), or choose the measures with "
+                                   "COMPARE_ARGS=\"--metrics ...\"")
+            log(str(none))
+            return NightlyRun(none.exit_code, run_dir, error=none)
     if baseline is None:
         log(f"no earlier successful run under {root}; nothing to compare with")
         return NightlyRun(0, run_dir)

@@ -9,7 +9,9 @@ YAML typo produces (``"yes please"`` for a bool, ``"100"`` for an int).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from pipeline.errors import ConfigError, did_you_mean
@@ -117,3 +119,18 @@ def as_option(option: Option, value: Any) -> Any:
 
 __all__ = ["as_bool", "as_choice", "as_float", "as_int", "as_mapping", "as_names",
            "as_opt_int", "as_opt_str", "as_option", "as_str"]
+
+
+def parse_run_date(text: str) -> date:
+    """Parse a run date ``YYYY-MM-DD`` (the nightly's RUN_DATE, ``publish --run-date``).
+
+    Raises:
+        ConfigError: another format or an impossible date (``2026-13-01``, ``2026-02-30``).
+
+    """
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"run date {text!r}: use YYYY-MM-DD") from None

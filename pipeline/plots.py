@@ -36,6 +36,50 @@ def _private_matplotlib_dirs() -> None:
 _CALM = "#2e6f9e"
 
 
+# The PNG ``Software`` text chunk of every plot this package draws: a later plot replaces only
+# a PNG that carries it (or one drawn by matplotlib before the mark), never another file.
+PLOT_MARK = "overlap-pipeline compare --plot"
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_our_plot(head: bytes) -> bool:
+    return head.startswith(_PNG_MAGIC) and (
+        b"tEXtSoftware\x00" + PLOT_MARK.encode() in head
+        or b"tEXtSoftware\x00Matplotlib" in head)
+
+
+def check_plot_output(path: str) -> None:
+    """Refuse, before any work, a plot file :func:`plot_deltas` would refuse to replace.
+
+    Args:
+        path: the PNG file to write (local path).
+
+    Raises:
+        OutputExistsError: ``path`` is a symlink, a directory, or an existing file that is
+            not a plot drawn by this package (exit 3; nothing is written).
+
+    """
+    from pipeline.errors import OutputExistsError
+
+    if os.path.islink(path):
+        raise OutputExistsError(f"plot {path} is a symlink; refusing to replace it",
+                                hint="name the file itself, or another --plot")
+    if os.path.isdir(path):
+        raise OutputExistsError(f"plot {path} is a directory; refusing to replace it",
+                                hint="name a file, e.g. --plot delta.png")
+    if not os.path.exists(path):
+        return  # a missing directory fails the drawing only (a warning: the verdict stands)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = b""
+    if not _is_our_plot(head):
+        raise OutputExistsError(f"plot {path} exists and is not a plot written by overlap; "
+                                "refusing to replace it",
+                                hint="choose a new file, or remove this one yourself")
+
+
 def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
                 dpi: int = 100) -> None:
     """Draw the per-example delta distribution per measure, with the mean and its interval.
@@ -55,10 +99,14 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
 
     Raises:
         InputError: the file cannot be written.
+        OutputExistsError: ``path`` exists and is not a plot of ours (see
+            :func:`check_plot_output`).
 
     """
     from pipeline.compare import ALL_GROUP
     from pipeline.errors import InputError
+
+    check_plot_output(path)
 
     _private_matplotlib_dirs()
     try:
@@ -134,7 +182,8 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
     fig.tight_layout()
     tmp = f"{path}.tmp-{os.getpid()}.png"
     try:
-        fig.savefig(tmp, dpi=dpi, format="png")
+        fig.savefig(tmp, dpi=dpi, format="png", metadata={"Software": PLOT_MARK})
+        check_plot_output(path)
         os.replace(tmp, path)
     except OSError as err:
         raise InputError(f"cannot write the plot {path}: {err}") from err
@@ -144,4 +193,4 @@ def plot_deltas(comparison: Comparison, path: str, *, title: str | None = None,
             os.remove(tmp)
 
 
-__all__ = ["plot_deltas"]
+__all__ = ["PLOT_MARK", "check_plot_output", "plot_deltas"]

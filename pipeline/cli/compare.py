@@ -346,6 +346,14 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
 
     band, bands = parse_bands(band_values)
     try:
+        if plot:
+            from pipeline.plots import check_plot_output
+
+            check_plot_output(plot)
+        if output:
+            from pipeline.io.runs import check_comparison_output
+
+            check_comparison_output(output)
         result = api.compare(
             baseline_dir, candidate_dir, output=output, measures=_split(metrics) or None,
             band=band, bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
@@ -362,6 +370,9 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
         ctx.exit(err.exit_code)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
+    same = doc.get("baseline", {}).get("run_id")
+    if same is not None and same == doc.get("candidate", {}).get("run_id"):
+        click.echo(f"note: both sides are the same run (run id {safe(same)})", err=True)
     if result.signature_differences:
         click.echo(f"warning: signatures differ in {', '.join(result.signature_differences)}; "
                    "compared anyway (--allow-signature-mismatch)", err=True)

@@ -77,7 +77,8 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     Hive-style partitions a warehouse can read): ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/
     (the `overlap score` output) and ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/
     (compare.json, compare.parquet, delta.png, report.html). The baseline is the newest
-    complete run dated on or before tonight, other than tonight's; the comparison learns its
+    complete run dated on or before tonight, other than tonight's, with a measure in common
+    with tonight's (newer ones without are passed over, saying so); the comparison learns its
     bands and drift from ROOT (--history ROOT). Running the same night again (same RUN_DATE
     and RUN_ID) resumes it.
 

@@ -42,6 +42,11 @@ class _Choice(click.Choice):
             self.fail(f"{err.message} ({hint})", param, ctx)
 
 
+def _n(count: int, one: str, many: str) -> str:
+    """``1 text has`` / ``2 texts have``: a count with the words that agree with it."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def one_line(err: Exception) -> str:
     """The error's message on one line (messages of pyarrow and others may span several)."""
     return " ".join(part.strip() for part in str(err).splitlines() if part.strip())
@@ -424,17 +429,23 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
             for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
     out += [f"note: {note.text(counts[note.key], config)}" for note in registry.data_notes()
             if counts.get(note.key)]
+    if counts.get("null_predictions"):
+        n_null = counts["null_predictions"]
+        out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')}"
+                   " null and scored as empty texts (manifest.json counts.null_predictions)")
     skipped = {k: n for k, n in (counts.get("skipped") or {}).items() if n}
     if skipped:
-        out.append(f"note: {sum(skipped.values())} examples left out (" + ", ".join(
-            f"{k.replace('_', ' ')}: {n}" for k, n in skipped.items())
-            + "); their first ids are in manifest.json counts.skipped_ids")
+        out.append(f"note: {_n(sum(skipped.values()), 'example', 'examples')} left out ("
+                   + ", ".join(f"{k.replace('_', ' ')}: {n}" for k, n in skipped.items())
+                   + "); their first ids are in manifest.json counts.skipped_ids")
     if counts.get("missing_predictions_scored_zero"):
-        out.append(f"note: {counts['missing_predictions_scored_zero']} reference ids without a "
-                   "prediction were scored as empty predictions (--on-missing zero)")
+        n_zero = counts["missing_predictions_scored_zero"]
+        out.append(f"note: {_n(n_zero, 'reference id', 'reference ids')} without a prediction "
+                   f"{'was' if n_zero == 1 else 'were'} scored as empty predictions "
+                   "(--on-missing zero)")
     if counts.get("truncated_examples"):
-        out.append(f"note: {counts['truncated_examples']} examples had a text cut at "
-                   f"{config.get('max_tokens')} tokens (column 'truncated')")
+        out.append(f"note: {_n(counts['truncated_examples'], 'example', 'examples')} had a "
+                   f"text cut at {config.get('max_tokens')} tokens (column 'truncated')")
     reused = manifest.get("stages", {}).get("score", {}).get("partitions_reused", 0)
     if manifest.get("resumed"):
         out.append(f"note: resumed an interrupted run: {reused} of {counts['partitions']} "

@@ -229,6 +229,84 @@ def last_complete_run(root: str, *, run_date: str, exclude: str | None = None
     return candidates[-1] if candidates else None
 
 
+def _run_measures(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """A run's measures and its default ones, from its manifest's metrics (None: not listed).
+
+    Reads ``manifest.json`` only (not the examples), so a baseline can be chosen cheaply.
+    """
+    from pipeline.compare.measures import measures_of, primary_measures
+    from pipeline.errors import ConfigError
+    from pipeline.io import runs
+    from pipeline.io.manifest import MANIFEST_NAME, read_manifest
+    from pipeline.metrics.registry import specs
+
+    try:
+        fs, root = runs.filesystem(path)
+        manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
+    except InputError:
+        return None
+    config = manifest.get("config")
+    if not isinstance(config, dict):
+        return None
+    metrics = config.get("metrics")
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not isinstance(metrics, list) or not metrics:
+        return None
+    try:
+        found = specs([str(m) for m in metrics], config)
+    except ConfigError:
+        return None
+    return measures_of(found), primary_measures(found)
+
+
+def comparable_baseline(root: str, *, run_date: str, candidate: str,
+                        measures: Sequence[str] | None = None
+                        ) -> tuple[CompleteRun | None, list[CompleteRun]]:
+    """The nightly baseline: the newest complete run with a measure in common with tonight.
+
+    As :func:`last_complete_run`, newest first, but a run with no measure to compare with
+    the candidate (``measures``, or by default the baseline's primary measures that the
+    candidate also has, as :func:`pipeline.compare.measures.resolve_measures` chooses them)
+    is passed over: one odd night (``--score-args "--metrics bleu"``) does not block every
+    later night. The measures are read from each run's manifest only. A run whose manifest
+    does not list its metrics is taken as comparable (compare decides).
+
+    Args:
+        root: the nightly ROOT.
+        run_date: tonight's ``YYYY-MM-DD``; later runs are never chosen.
+        candidate: tonight's run directory (as :func:`complete_runs` spells it); never chosen.
+        measures: the measures asked for (``compare --metrics``), or None for the default.
+
+    Returns:
+        (the baseline or None, the newer complete runs passed over, newest first).
+
+    """
+    from pipeline.compare.measures import resolve_measures
+    from pipeline.errors import ConfigError
+
+    try:
+        candidates = [r for r in complete_runs(root)
+                      if r.run_date <= run_date and r.path != candidate]
+    except InputError:
+        return None, []
+    tonight = _run_measures(candidate)
+    skipped: list[CompleteRun] = []
+    for run in reversed(candidates):
+        mine = None if tonight is None else _run_measures(run.path)
+        if tonight is None or mine is None:
+            return run, skipped
+        try:
+            resolve_measures(measures, mine[0], tonight[0], default=mine[1])
+        except InputError:
+            skipped.append(run)
+            continue
+        except ConfigError:
+            return run, skipped  # a bad measure name: compare says so
+        return run, skipped
+    return None, skipped
+
+
 def read_history(root: str, *, candidate: RunInfo, window: int,
                  exclude: Sequence[str] = ()) -> History:
     """The last ``window`` nights under a nightly ROOT before (or on the date of) a candidate.

@@ -58,15 +58,20 @@ from pipeline.scoring import DataWarning, Scorer, ScoringSettings
 SCORE_BATCH_ROWS = 8192
 # Example ids shown in a problem report.
 SAMPLE_IDS = 5
-# Problem kinds, in the order they are reported.
+# Problem kinds, in the order they are reported: (one, several) as the count agrees.
 PROBLEMS = {
-    "duplicate_prediction_id": "ids occur more than once among the predictions",
-    "missing_references": "predictions have no references",
-    "orphan_references": "ids in the references have no prediction",
-    "duplicate_reference_id": "ids occur more than once in the references list table",
-    "no_reference": "examples have an empty or null list of references",
-    "null_reference": "references are null",
-    "long_text": "examples have a text longer than max_tokens",
+    "duplicate_prediction_id": ("id occurs more than once among the predictions",
+                                "ids occur more than once among the predictions"),
+    "missing_references": ("prediction has no references", "predictions have no references"),
+    "orphan_references": ("id in the references has no prediction",
+                          "ids in the references have no prediction"),
+    "duplicate_reference_id": ("id occurs more than once in the references list table",
+                               "ids occur more than once in the references list table"),
+    "no_reference": ("example has an empty or null list of references",
+                     "examples have an empty or null list of references"),
+    "null_reference": ("reference is null", "references are null"),
+    "long_text": ("example has a text longer than max_tokens",
+                  "examples have a text longer than max_tokens"),
 }
 # Why examples are left out with on_missing/on_empty_references "skip" (manifest
 # counts.skipped): the problem kinds above that a setting turns into skips.
@@ -116,9 +121,10 @@ class Problems:
     def error(self) -> InputError | None:
         """One InputError describing every problem (at most 5 ids each), or None."""
         parts = []
-        for kind, text in PROBLEMS.items():
+        for kind, (one, many) in PROBLEMS.items():
             n = self.counts.get(kind)
             if n:
+                text = one if n == 1 else many
                 ids = ", ".join(repr(i) for i in self.samples.get(kind, []))
                 more = ", ..." if n > len(self.samples.get(kind, [])) else ""
                 parts.append(f"{n} {text} (ids: {ids}{more})")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipeline.errors import ExecutionError, InputError
+from pipeline.errors import ExecutionError, InputError, OutputExistsError
 from pipeline.io.manifest import check_manifest, input_files, read_manifest
 from pipeline.io.read import input_dataset
 from pipeline.io.schema import RUN_ID_KEY
@@ -425,13 +426,76 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
     return texts, note
 
 
+def _is_our_comparison_file(fs: pafs.FileSystem, path: str, name: str) -> bool:
+    """Tell whether ``path`` is a ``compare.json``/``compare.parquet`` that compare wrote.
+
+    ``compare.json``: a JSON object with ``baseline``, ``candidate`` and ``alarm``;
+    ``compare.parquet``: a Parquet file with the ``overlap.compare`` metadata key.
+    """
+    try:
+        if name == COMPARE_JSON:
+            with fs.open_input_stream(path) as fh:
+                doc = json.loads(fh.read().decode("utf-8"))
+            return isinstance(doc, dict) and {"baseline", "candidate", "alarm"} <= set(doc)
+        with fs.open_input_file(path) as fh:
+            meta = pq.read_schema(fh).metadata or {}
+        return b"overlap.compare" in meta
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+
+
+def check_comparison_output(output_dir: str) -> None:
+    """Refuse, before any work, an output directory :func:`write_comparison` would refuse.
+
+    The directory may be new, or hold anything; only ``compare.json`` and ``compare.parquet``
+    are written there, and an existing file of those names is replaced only when compare
+    wrote it (an ``overlap compare`` document; a Parquet file with its metadata).
+
+    Args:
+        output_dir: the directory (local path or URI).
+
+    Raises:
+        OutputExistsError: ``output_dir`` is a file or a symlink, or holds a
+            ``compare.json``/``compare.parquet`` that compare did not write (exit 3).
+        InputError: the storage cannot be read.
+
+    """
+    fs, root = filesystem(output_dir)
+    shown = output_dir.rstrip("/") or output_dir
+    if isinstance(fs, pafs.LocalFileSystem) and os.path.islink(root.rstrip("/")):
+        raise OutputExistsError(f"output {shown} is a symlink; refusing to write through it",
+                                hint="name the directory itself, or another --output")
+    try:
+        info = fs.get_file_info(root)
+        if info.type == pafs.FileType.NotFound:
+            return
+        if info.type != pafs.FileType.Directory:
+            raise OutputExistsError(f"output {shown} exists and is not a directory; refusing "
+                                    "to replace it", hint="name a directory, e.g. --output cmp")
+        for name in (COMPARE_JSON, COMPARE_PARQUET):
+            path = posixpath.join(root, name)
+            kind = fs.get_file_info(path).type
+            if kind == pafs.FileType.NotFound:
+                continue
+            if kind != pafs.FileType.File or (isinstance(fs, pafs.LocalFileSystem)
+                                              and os.path.islink(path)) \
+                    or not _is_our_comparison_file(fs, path, name):
+                raise OutputExistsError(
+                    f"output {shown}/{name} exists and was not written by overlap compare; "
+                    "refusing to replace it",
+                    hint="choose another --output, or remove this file yourself")
+    except OSError as err:
+        raise InputError(f"cannot read the output {shown}: {err}") from err
+
+
 def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
                      ) -> tuple[str, str]:
     """Write ``compare.parquet`` and ``compare.json`` into a directory (created if needed).
 
     Each file is written under a temporary name and renamed into place
     (:func:`pipeline.io.write.write_bytes`), so a reader never sees a half-written file;
-    existing files of the same names are replaced.
+    existing files of the same names are replaced only when compare wrote them
+    (:func:`check_comparison_output`).
 
     Args:
         output_dir: the directory (local path or URI).
@@ -442,6 +506,7 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
         The paths of the two files.
 
     Raises:
+        OutputExistsError: see :func:`check_comparison_output` (exit 3; nothing written).
         ExecutionError: the storage refused to create the directory or a write (as for
             every file the package writes).
 
@@ -449,6 +514,7 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
     from pipeline.io.files import locate
     from pipeline.io.write import write_bytes, write_text
 
+    check_comparison_output(output_dir)
     root = locate(output_dir)
     try:
         root.fs.create_dir(root.path, recursive=True)
@@ -463,5 +529,5 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
     return parquet.path, json_file.path
 
 
-__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "filesystem",
+__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "check_comparison_output", "filesystem",
            "open_run", "read_examples", "read_predictions", "write_comparison"]

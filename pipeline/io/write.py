@@ -153,6 +153,7 @@ def write_report_file(html: str, loc: Location, *, output: str) -> None:
     Raises:
         OutputExistsError: ``loc`` is a directory, a symlink, or a file that is not a report
             written by ``overlap report`` (exit 3; nothing is written).
+        ConfigError: ``loc``'s local directory does not exist or is a file (exit 2).
         ExecutionError: the storage refused the write.
 
     """
@@ -206,6 +207,14 @@ def _check_report_destination(loc: Location, *, output: str, local: bool) -> Non
                                 hint="name the file itself, or another --output")
     kind = _exists(loc)
     if kind == pafs.FileType.NotFound:
+        folder = os.path.dirname(loc.path)
+        if local and folder and not os.path.isdir(folder):
+            shown = os.path.dirname(output.rstrip("/")) or folder
+            raise ConfigError(f"output {output}: directory {shown} does not exist"
+                              if not os.path.exists(folder) else
+                              f"output {output}: {shown} is not a directory",
+                              hint="create the directory first, or name a file in an "
+                                   "existing one")
         return
     if kind == pafs.FileType.Directory:
         raise OutputExistsError(f"output {output} is a directory; refusing to replace it",
@@ -508,6 +517,15 @@ class OutputDir:
             elif e.type == pafs.FileType.File:
                 fs.create_dir(posixpath.dirname(dest), recursive=True)
                 fs.move(e.path, dest)
+
+    def has_progress(self) -> bool:
+        """Tell whether the staging directory holds a finished partition (worth resuming)."""
+        done = self.staging.child(COMPLETIONS_DIR)
+        try:
+            return any(e.type == pafs.FileType.File for e in done.fs.get_file_info(
+                pafs.FileSelector(done.path, allow_not_found=True)))
+        except OSError:
+            return True  # unreadable: keep it, a rerun decides
 
     def abort(self) -> None:
         """Delete the staging directory (best effort); the destination is untouched."""

@@ -196,15 +196,18 @@ class DataNote:
             e.g. ``zero_token_texts``.
         message: the note, a :meth:`str.format` template over ``n`` (the count) and the
             run's config keys (e.g. ``{tokenizer}``).
+        message_one: the note when ``n`` is 1, its words agreeing (default: ``message``).
 
     """
 
     key: str
     message: str
+    message_one: str | None = None
 
     def text(self, n: int, config: Mapping[str, Any]) -> str:
         """The note for a count of ``n`` under a run's config (its manifest's ``config``)."""
-        return self.message.format_map(_Missing({**config, "n": n}))
+        template = self.message_one if n == 1 and self.message_one else self.message
+        return template.format_map(_Missing({**config, "n": n}))
 
 
 class _Missing(dict[str, Any]):

@@ -34,10 +34,13 @@ from pipeline.report.html import (
 
 # Tables of a report with more groups show this many rows (the files hold them all).
 MAX_GROUP_ROWS = 500
-_SKIP_NOTES = {
-    "truncated_examples": "examples had a text cut at --max-tokens",
-    "null_predictions": "predictions were null (scored as empty)",
-    "missing_predictions_scored_zero": "reference ids without a prediction were scored 0",
+_SKIP_NOTES = {  # (one, several): the words agree with the count
+    "truncated_examples": ("example had a text cut at --max-tokens",
+                           "examples had a text cut at --max-tokens"),
+    "null_predictions": ("prediction was null (scored as empty)",
+                         "predictions were null (scored as empty)"),
+    "missing_predictions_scored_zero": ("reference id without a prediction was scored 0",
+                                        "reference ids without a prediction were scored 0"),
 }
 
 
@@ -73,7 +76,8 @@ def _run_section(run: Any, agg: pd.DataFrame,
                                             for k, v in skipped.items() if v)))
     notes = [note.text(counts[note.key], m.get("config") or {}) for note in data_notes()
              if counts.get(note.key)]
-    notes += [f"{counts[k]} {text}" for k, text in _SKIP_NOTES.items() if counts.get(k)]
+    notes += [f"{counts[k]} {one if counts[k] == 1 else many}"
+              for k, (one, many) in _SKIP_NOTES.items() if counts.get(k)]
     if m.get("resumed"):
         notes.append("the run was resumed after an interruption")
     out = [facts(items)]

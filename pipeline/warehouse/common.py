@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.config_checks import parse_run_date
 from pipeline.errors import ConfigError, InputError
 
 EXAMPLES_TABLE = "examples"
@@ -177,21 +178,6 @@ def parse_labels(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
             raise ConfigError(f"label {key!r} given twice")
         labels[key] = value
     return tuple(labels.items())
-
-
-def parse_run_date(text: str) -> date:
-    """Parse ``YYYY-MM-DD``.
-
-    Raises:
-        ConfigError: another format or an impossible date.
-
-    """
-    try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            raise ValueError(text)
-        return date.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(f"run date {text!r}: use YYYY-MM-DD") from None
 
 
 def _run_date_of(manifest: dict[str, Any], path: str) -> date:

@@ -400,10 +400,10 @@ def test_null_or_empty_reference_lists_are_an_error_by_default(tmp_path):
     p, r = _empty_reference_inputs(tmp_path)
     assert_refused(overlap_score(p, "--output", str(tmp_path / "out")), tmp_path / "out",
                    "2 examples have an empty or null list of references (ids: 'b', 'c'); "
-                   "1 references are null (ids: 'd')", "--on-empty-references skip")
+                   "1 reference is null (ids: 'd')", "--on-empty-references skip")
     p2 = write(tmp_path / "p2.parquet", id=["a", "d"], prediction=["x y", "x y"])
     assert_refused(overlap_score(p2, "--references", r, "--output", str(tmp_path / "out")),
-                   tmp_path / "out", "1 references are null (ids: 'd')")
+                   tmp_path / "out", "1 reference is null (ids: 'd')")
 
 
 def test_on_empty_references_skip_leaves_them_out_and_counts_them(tmp_path):
@@ -453,7 +453,7 @@ def test_a_huge_text_is_cut_flagged_and_counted(tmp_path, huge_text):
     assert "|maxtok:100000|" in m["signature"]
     assert pq.read_schema(out / "aggregate.parquet").metadata[b"overlap.signature"].decode() \
         == m["signature"]
-    assert "1 examples had a text cut at 100000 tokens" in result.stdout
+    assert "1 example had a text cut at 100000 tokens" in result.stdout
 
 
 def test_a_huge_text_has_bounded_memory(tmp_path, huge_text):

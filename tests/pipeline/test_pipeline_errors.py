@@ -80,7 +80,7 @@ def test_predictions_without_references_name_five_ids_and_the_count(tmp_path):
 def test_references_without_predictions(tmp_path):
     p = _write(tmp_path / "p.parquet", id=["a"], prediction=["x"])
     r = _write(tmp_path / "r.parquet", id=["a", "zz", "zz"], reference=["x", "y", "z"])
-    with pytest.raises(InputError, match=r"1 ids in the references have no prediction "
+    with pytest.raises(InputError, match=r"1 id in the references has no prediction "
                                          r"\(ids: 'zz'\)"):
         _score(tmp_path, p, r)
 
@@ -88,7 +88,7 @@ def test_references_without_predictions(tmp_path):
 def test_duplicate_prediction_ids(tmp_path):
     p = _write(tmp_path / "p.parquet", id=["a", "b", "a"], prediction=["x", "y", "z"])
     r = _write(tmp_path / "r.parquet", id=["a", "b"], reference=["x", "y"])
-    with pytest.raises(InputError, match=r"1 ids occur more than once among the predictions "
+    with pytest.raises(InputError, match=r"1 id occurs more than once among the predictions "
                                          r"\(ids: 'a'\)"):
         _score(tmp_path, p, r)
 
@@ -101,7 +101,7 @@ def test_empty_and_null_references(tmp_path):
         _score(tmp_path, p, None)
     r = _write(tmp_path / "r.parquet", id=["a", "b", "c"], reference=["x", None, "z"])
     p2 = _write(tmp_path / "p2.parquet", id=["a", "b", "c"], prediction=["x", "y", "z"])
-    with pytest.raises(InputError, match=r"1 references are null \(ids: 'b'\)"):
+    with pytest.raises(InputError, match=r"1 reference is null \(ids: 'b'\)"):
         _score(tmp_path, p2, r)
 
 
@@ -171,7 +171,7 @@ def test_null_list_in_a_references_list_table(tmp_path):
                references=pa.array([["x"], None], pa.list_(pa.string())))
     with pytest.raises(InputError) as err:
         _score(tmp_path, p, r)
-    assert err.value.message == ("1 predictions have no references (ids: 'c'); 1 examples "
-                                 "have an empty or null list of references (ids: 'b')")
+    assert err.value.message == ("1 prediction has no references (ids: 'c'); 1 example "
+                                 "has an empty or null list of references (ids: 'b')")
     assert err.value.hint == ("--on-missing skip or zero scores the rest; "
                               "--on-empty-references skip leaves them out")

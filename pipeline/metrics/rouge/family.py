@@ -119,10 +119,15 @@ def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 # What the counts in FamilyScores.counts tell a user (summary, report; manifest counts).
 NOTES = (
     DataNote("zero_token_texts", "{n} non-empty texts produced no token with tokenizer "
-             "{tokenizer} (try --tokenizer unicode)"),
+             "{tokenizer} (try --tokenizer unicode)",
+             "{n} non-empty text produced no token with tokenizer {tokenizer} (try "
+             "--tokenizer unicode)"),
     DataNote("one_line_multi_sentence_texts", "{n} texts have several sentences on one line: "
              "rougeLsum splits on newlines only, so for them it equals rougeL "
-             "(--sentence-split punctuation splits after . ! ?)"),
+             "(--sentence-split punctuation splits after . ! ?)",
+             "{n} text has several sentences on one line: rougeLsum splits on newlines "
+             "only, so for that text it equals rougeL (--sentence-split punctuation splits "
+             "after . ! ?)"),
 )
 
 
@@ -220,7 +225,8 @@ class Rouge(Family):
             one_line = _count_one_line(texts, np.diff(batch.text_line_offsets))
         if one_line:
             warnings.warn(
-                f"{one_line} texts have several sentences but no newline: rougeLsum "
+                f"{one_line} {'text has' if one_line == 1 else 'texts have'} several "
+                "sentences but no newline: rougeLsum "
                 "splits sentences on '\\n' only, so for them it equals rougeL (put one "
                 "sentence per line, or use sentence_split='punctuation')",
                 SentenceSplitWarning, stacklevel=3)

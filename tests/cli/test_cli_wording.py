@@ -1,0 +1,59 @@
+"""Messages a new user reads: counts agree with their words, nothing scored silently."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from tests.support.hostile_runs import scored_runs
+
+
+def _score(tmp_path, ids, predictions):
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ids, "prediction": predictions,
+                             "references": [["the cat sat"]] * len(ids)}), path)
+    return CliRunner().invoke(main, ["score", str(path), "--output", str(tmp_path / "out"),
+                                     "--engine", "local", "--bootstrap", "0"])
+
+
+def test_a_null_prediction_is_noted(tmp_path):
+    result = _score(tmp_path, ["a", "b", "c"], ["the cat sat", None, "a cat"])
+    assert result.exit_code == 0, result.output
+    assert "note: 1 prediction was null and scored as empty texts" in result.output
+
+
+def test_one_duplicate_id_is_said_in_the_singular(tmp_path):
+    result = _score(tmp_path, ["a", "a", "b"], ["the cat", "the cat sat", "a cat"])
+    assert result.exit_code == 2, result.output
+    assert " id occurs more than once among the predictions" in result.output
+    assert "1 ids" not in result.output
+
+
+def test_comparing_a_run_with_itself_says_so(tmp_path):
+    runs = scored_runs(tmp_path)
+    result = CliRunner().invoke(main, ["compare", str(runs["a"]), str(runs["a"])])
+    assert result.exit_code == 0, result.output
+    assert "note: both sides are the same run (run id run-a)" in result.output
+
+
+def test_the_default_config_points_at_the_metrics_page():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "configs" / "default.yaml").read_text()
+    assert '"Reproducing ROUGE-1.5.5" in docs/metrics.md' in text
+    assert "## Reproducing ROUGE-1.5.5" in (Path(__file__).resolve().parents[2] / "docs"
+                                            / "metrics.md").read_text()
+
+
+def test_a_family_data_note_of_one_is_in_the_singular():
+    from pipeline.metrics import registry
+
+    notes = {n.key: n for n in registry.data_notes()}
+    one = notes["one_line_multi_sentence_texts"].text(1, {})
+    assert one.startswith("1 text has several sentences"), one
+    assert notes["one_line_multi_sentence_texts"].text(2, {}).startswith(
+        "2 texts have several sentences")
+    assert notes["zero_token_texts"].text(1, {"tokenizer": "default"}).startswith(
+        "1 non-empty text produced no token with tokenizer default")

@@ -1,0 +1,97 @@
+"""`overlap nightly` on a new user's mistakes (issue 18: as hard to break as score)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from pipeline.errors import ConfigError
+
+SCORE = "--engine local --bootstrap 0"
+
+
+@pytest.fixture
+def predictions(tmp_path) -> Path:
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": [f"e{i}" for i in range(8)],
+                             "prediction": [f"the cat sat on mat {i}" for i in range(8)],
+                             "references": [[f"the cat sat on the mat {i}"] for i in range(8)]}),
+                   path)
+    return path
+
+
+def _night(root: Path, preds: Path, date: str, run_id: str, score_args: str = SCORE,
+           **env: str):
+    return CliRunner().invoke(main, ["nightly", str(root), str(preds)],
+                              env={"RUN_DATE": date, "RUN_ID": run_id,
+                                   "SCORE_ARGS": score_args, "COMPARE_ARGS": "", **env})
+
+
+@pytest.mark.parametrize("date", ["2026-13-01", "2026-02-30", "2026-1-01"])
+def test_an_impossible_run_date_is_refused_before_anything_is_written(tmp_path, predictions,
+                                                                     date):
+    root = tmp_path / "nights"
+    result = _night(root, predictions, date, "n1")
+    assert result.exit_code == 2, result.output
+    assert f"run date {date!r}: use YYYY-MM-DD" in result.output
+    assert not root.exists()
+
+
+def test_the_run_date_check_is_the_one_publish_uses():
+    from pipeline.config_checks import parse_run_date
+    from pipeline.warehouse import common
+
+    assert common.parse_run_date is parse_run_date
+    assert str(parse_run_date("2024-02-29")) == "2024-02-29"
+    with pytest.raises(ConfigError):
+        parse_run_date("2025-02-29")
+
+
+def test_an_odd_night_is_passed_over_as_the_baseline(tmp_path, predictions):
+    root = tmp_path / "nights"
+    assert _night(root, predictions, "2025-01-01", "n1").exit_code == 0
+    odd = _night(root, predictions, "2025-01-02", "n2", f"{SCORE} --metrics bleu")
+    assert odd.exit_code == 2, odd.output  # told so, but its run stays complete
+    assert (root / "run_date=2025-01-02" / "run_id=n2" / "_SUCCESS").exists()
+    night = _night(root, predictions, "2025-01-03", "n3")
+    assert night.exit_code == 0, night.output
+    skipped = [line for line in night.output.splitlines() if "passing over" in line]
+    assert len(skipped) == 1 and "run_id=n2" in skipped[0], night.output
+    doc = json.loads((root / "compare" / "run_date=2025-01-03" / "run_id=n3" / "compare.json")
+                     .read_text())
+    assert doc["baseline"]["path"].endswith("run_date=2025-01-01/run_id=n1")
+
+
+def test_no_comparable_baseline_names_the_run_and_baseline_option(tmp_path, predictions):
+    root = tmp_path / "nights"
+    assert _night(root, predictions, "2025-01-01", "n1", f"{SCORE} --metrics bleu"
+                  ).exit_code == 0
+    night = _night(root, predictions, "2025-01-02", "n2")
+    assert night.exit_code == 2, night.output
+    assert "run_id=n1" in night.output and "--baseline" in night.output
+    assert "RUN_DATE=" not in night.output
+
+
+def test_a_missing_references_file_gives_no_resume_advice(tmp_path, predictions):
+    result = CliRunner().invoke(main, ["nightly", str(tmp_path / "nights"), str(predictions),
+                                       str(tmp_path / "no-such-refs.parquet")],
+                                env={"RUN_DATE": "2025-01-01", "RUN_ID": "n1",
+                                     "SCORE_ARGS": SCORE})
+    assert result.exit_code == 2, result.output
+    assert "no-such-refs" in result.output
+    assert "resume" not in result.output
+
+
+def test_a_root_that_is_a_file_is_named_as_not_a_directory(tmp_path, predictions):
+    root = tmp_path / "myfile.txt"
+    root.write_text("mine\n")
+    result = _night(root, predictions, "2025-01-01", "n1")
+    assert result.exit_code == 2, result.output
+    assert f"ROOT {root} is not a directory" in result.output
+    assert "lock" not in result.output and root.read_text() == "mine\n"
