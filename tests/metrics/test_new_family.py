@@ -119,8 +119,10 @@ def test_a_registered_family_is_scored_signed_and_compared_end_to_end(toy_regist
     assert fields["toy-split"] == "whitespace"
     assert list(fields).index("toy-split") > list(fields).index("ref")
 
+    # in this process: the toy family is registered here only (a Ray worker of the session's
+    # local Ray, which `auto` would pick, has the real registry)
     result = api.compare(base.output, cand.output, output=str(tmp_path / "cmp"),
-                         n_bootstrap=200)
+                         n_bootstrap=200, engine="local")
     document = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert document == json.loads(json.dumps(result.to_document()))
     toy = [r for r in result.to_arrow().to_pylist() if r["metric"] == "word_count"]
