@@ -213,22 +213,6 @@ def complete_runs(root: str) -> list[CompleteRun]:
     return sorted(found, key=lambda r: (r.run_date, r.success_mtime, r.run_id))
 
 
-def last_complete_run(root: str, *, run_date: str, exclude: str | None = None
-                      ) -> CompleteRun | None:
-    """The nightly baseline: the newest complete run dated on or before ``run_date``.
-
-    Newest by date, then by the time its ``_SUCCESS`` was written; ``exclude`` (tonight's
-    run directory, as :func:`complete_runs` spells it) is never chosen. A ROOT that does not
-    exist yet has no run.
-    """
-    try:
-        candidates = [r for r in complete_runs(root)
-                      if r.run_date <= run_date and r.path != exclude]
-    except InputError:
-        return None
-    return candidates[-1] if candidates else None
-
-
 def _run_measures(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """A run's measures and its default ones, from its manifest's metrics (None: not listed).
 
@@ -265,7 +249,8 @@ def comparable_baseline(root: str, *, run_date: str, candidate: str,
                         ) -> tuple[CompleteRun | None, list[CompleteRun]]:
     """The nightly baseline: the newest complete run with a measure in common with tonight.
 
-    As :func:`last_complete_run`, newest first, but a run with no measure to compare with
+    Newest by date, then by the time its ``_SUCCESS`` was written (a ROOT that does not
+    exist yet has no run), but a run with no measure to compare with
     the candidate (``measures``, or by default the baseline's primary measures that the
     candidate also has, as :func:`pipeline.compare.measures.resolve_measures` chooses them)
     is passed over: one odd night (``--score-args "--metrics bleu"``) does not block every
@@ -429,5 +414,5 @@ def read_history_table(*, delta: str | None = None, iceberg: str | None = None,
 
 
 __all__ = ["VALUE_KEY", "CompleteRun", "History", "Night", "complete_runs",
-           "last_complete_run", "read_history", "read_history_table", "run_date_of",
+           "read_history", "read_history_table", "run_date_of",
            "run_values", "values_of"]
