@@ -33,7 +33,6 @@ from pipeline.compare.measures import (
     resolve_measures,
 )
 from pipeline.compare.pairing import (
-    DEFAULT_TOP,
     Comparison,
     PairedExamples,
     compare_examples,
@@ -47,6 +46,7 @@ from pipeline.compare.statistics import (
     DEFAULT_MAX_MISSING,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_SEED,
+    DEFAULT_TOP,
     INTERVAL_METHOD,
     MDE_METHOD,
     TEST_METHOD,

@@ -933,6 +933,6 @@ def alarm_rule(rows: pd.DataFrame, *, alpha: float) -> np.ndarray:
         return np.isfinite(p) & (p < alpha) & (np.abs(delta) > band)
 
 
-__all__ = ["ALL_GROUP", "ALL_SCOPE", "DEFAULT_TOP", "ONLY_HEAD", "ROW_COLUMNS", "Comparison",
+__all__ = ["ALL_GROUP", "ALL_SCOPE", "ONLY_HEAD", "ROW_COLUMNS", "Comparison",
            "PairedExamples", "PairingMerger", "PartArrays", "PartPairing", "alarm_rule",
            "compare_examples", "pair_part", "paired_examples", "part_resamples", "top_moved"]
