@@ -7,6 +7,7 @@ run reader of :mod:`pipeline.io.runs`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -248,6 +249,47 @@ def run_specs(run: RunInfo) -> tuple[MetricSpec, ...]:
         return ()
 
 
+class _Texts:
+    """The prediction texts of the top moved examples, from both runs.
+
+    :meth:`start` (the engine's ``on_top``) reads them in a thread of their own while the
+    comparison's second pass runs; :meth:`get` returns them, or reads them then when they
+    were not started or were started for other examples.
+    """
+
+    def __init__(self, base: RunInfo, cand: RunInfo, key: list[str]) -> None:
+        self.runs, self.key = (base, cand), key
+        self.started: tuple[pd.DataFrame, Future] | None = None
+
+    def _keys(self, moved: pd.DataFrame) -> pd.DataFrame:
+        return moved[self.key].reset_index(drop=True)
+
+    def _read(self, keys: pd.DataFrame) -> list[tuple[list[str | None], str | None]]:
+        from pipeline.io.runs import read_predictions
+
+        if keys.empty:
+            return [read_predictions(run, keys) for run in self.runs]
+        with ThreadPoolExecutor(2, thread_name_prefix="overlap-texts") as pool:
+            return list(pool.map(lambda run: read_predictions(run, keys), self.runs))
+
+    def start(self, moved: pd.DataFrame) -> None:
+        """Start reading the texts of these examples (a :meth:`Comparison.top` frame)."""
+        keys = self._keys(moved)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="overlap-texts")
+        self.started = (keys, pool.submit(self._read, keys))
+        pool.shutdown(wait=False)
+
+    def get(self, moved: pd.DataFrame) -> list[tuple[list[str | None], str | None]]:
+        """Each run's texts of ``moved``'s examples, with a note on those not found.
+
+        As :func:`pipeline.io.runs.read_predictions`, baseline then candidate.
+        """
+        keys = self._keys(moved)
+        if self.started is not None and self.started[0].equals(keys):
+            return self.started[1].result()
+        return self._read(keys)
+
+
 def compare_runs(
     baseline_dir: str,
     candidate_dir: str,
@@ -369,6 +411,7 @@ def compare_runs(
     columns = [measure_column(m) for m in chosen]
     columns += [c for s in comparison_specs if s.corpus is not None for c in s.statistic_columns]
     wanted = list(dict.fromkeys([base.id_column, *group_columns, *columns]))
+    texts = _Texts(base, cand, [base.id_column, *group_columns])
     if engine is None:
         comparison = compare_examples(
             runs.read_examples(base, columns=wanted), runs.read_examples(cand, columns=wanted),
@@ -387,7 +430,7 @@ def compare_runs(
             metrics=[s.name for s in comparison_specs], options=base.config,
             group_columns=group_columns, n_top=top, band=band, bands=bands,
             confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
-            max_missing=max_missing, adjust=adjust, examples=examples)
+            max_missing=max_missing, adjust=adjust, examples=examples, on_top=texts.start)
     past: History | None = None
     if history is not None:
         past = history if isinstance(history, History) else read_history(
@@ -407,10 +450,8 @@ def compare_runs(
     elif reference_run is not None:
         raise ConfigError("--reference-run needs --history (the drift chart's nights)")
     moved = comparison.top(top)
-    key = list(comparison.key_columns)
-    for side, run in (("baseline", base), ("candidate", cand)):
-        texts, note = runs.read_predictions(run, moved[key])
-        moved[f"{side}_prediction"] = texts
+    for side, (found, note) in zip(("baseline", "candidate"), texts.get(moved), strict=True):
+        moved[f"{side}_prediction"] = found
         if note:
             notes.append(f"{side}: {note}")
     return RunComparison(comparison=comparison, baseline=base, candidate=cand,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.compare.bands import measure_floors
 from pipeline.compare.measures import Measure, describe
@@ -223,17 +224,21 @@ class Comparison:
 def top_moved(paired: pd.DataFrame, n: int, *, ranked: str, measures: Sequence[str],
               key: Sequence[str]) -> pd.DataFrame:
     """:meth:`Comparison.top` of paired examples in key order (see there)."""
-    moved = paired[paired[f"delta:{ranked}"] != 0.0]
-    order = np.argsort(-np.abs(moved[f"delta:{ranked}"].to_numpy()), kind="stable")
-    picked = moved.iloc[order[:max(n, 0)]].reset_index(drop=True)
+    delta = paired[f"delta:{ranked}"].to_numpy()
+    moved = np.flatnonzero(delta != 0.0)
+    order = np.argsort(-np.abs(delta[moved]), kind="stable")
+    picked = paired.iloc[moved[order[:max(n, 0)]]].reset_index(drop=True)
     out = picked[list(key)].copy()
     out.insert(len(out.columns), "measure", ranked)
-    for side in ("baseline", "candidate", "delta"):
-        out[side] = picked[f"{side}:{ranked}"]
+    added = {side: picked[f"{side}:{ranked}"] for side in ("baseline", "candidate", "delta")}
     for m in measures:
         for side in ("baseline", "candidate", "delta"):
-            out[f"{side}:{m}"] = picked[f"{side}:{m}"]
-    return out
+            added[f"{side}:{m}"] = picked[f"{side}:{m}"]
+    if added.keys() & set(out.columns):  # a key column named as one of them
+        for name, values in added.items():
+            out[name] = values
+        return out
+    return pd.concat([out, pd.DataFrame(added, index=out.index)], axis=1)
 
 
 def _is_nan(value: Any) -> bool:
@@ -255,6 +260,8 @@ def _group_label(columns: Sequence[str], values: Sequence[Any], kinds: Sequence[
 
 
 def _with_kinds(frame: pd.DataFrame, group_columns: Sequence[str]) -> pd.DataFrame:
+    if not group_columns:
+        return frame
     frame = frame.copy()
     for col in group_columns:
         frame[_KIND + col] = [_kind(v) for v in frame[col].astype(object).tolist()]
@@ -266,7 +273,7 @@ def _pair_hashes(frame: pd.DataFrame, id_column: str, group_columns: Sequence[st
     """Identity hashes of the pairs: the id's, mixed with each group value's (type-tagged)."""
     from pipeline.io.partition import hash_ids
 
-    h = hash_ids(pa.array(frame[id_column].tolist()))
+    h = hash_ids(pa.array(frame[id_column], from_pandas=True))
     for col in group_columns:
         values = frame[col].astype(object).tolist()
         tags = [f"{_kind(v)}:{type(v).__name__}:{v!r}" for v in values]
@@ -275,14 +282,16 @@ def _pair_hashes(frame: pd.DataFrame, id_column: str, group_columns: Sequence[st
 
 
 def _check_examples(frame: pd.DataFrame, side: str, key: Sequence[str],
-                    columns: Sequence[str]) -> None:
+                    columns: Sequence[str], *, unique: bool = False) -> None:
+    """Raise the first problem of one run's examples (``unique``: keys known unique)."""
     missing = [c for c in (*key, *columns) if c not in frame.columns]
     if missing:
         raise InputError(f"the {side} examples have no column {', '.join(map(repr, missing))}")
     if frame[key[0]].isna().any():
         raise InputError(f"the {side} run has examples with a null id in {key[0]!r}")
-    dup = frame.duplicated([key[0], *(_KIND + c for c in key[1:]), *key[1:]], keep=False)
-    if dup.any():
+    dup = None if unique else \
+        frame.duplicated([key[0], *(_KIND + c for c in key[1:]), *key[1:]], keep=False)
+    if dup is not None and dup.any():
         ids = frame.loc[dup, key[0]].astype(str).unique()[:5]
         raise InputError(f"the {side} run has the same key ({', '.join(key)}) on several "
                          f"examples, e.g. id {', '.join(ids)}",
@@ -327,6 +336,79 @@ def _setup(measures: Sequence[str], specs: Sequence[MetricSpec], *, band: float,
     return _Setup(described, dict(floors), value_cols, columns, estimates)
 
 
+def _id_array(ids: pd.Series) -> pa.Array | None:
+    """Ids as an Arrow array when they are plain strings or integers (None otherwise)."""
+    dtype = ids.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+        return pa.array(ids.to_numpy())
+    if not isinstance(dtype, pd.StringDtype):
+        return None
+    arr = pa.array(ids, from_pandas=True)
+    if isinstance(arr, pa.ChunkedArray):  # an Arrow-backed column of several chunks
+        arr = arr.combine_chunks()
+    return arr.cast(pa.large_string())
+
+
+def _id_order_join(b_ids: pd.Series, c_ids: pd.Series
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rows of an outer join on ids, in id order (the order ``merge(sort=True)`` gives).
+
+    Sorting both sides' ids together (a stable sort: a baseline row comes before its pair)
+    puts each pair side by side; no sort of strings in Python, no hash table of keys.
+
+    Args:
+        b_ids: the baseline's ids.
+        c_ids: the candidate's ids.
+
+    Returns:
+        int64 arrays: baseline and candidate rows of the pairs, rows only in the baseline,
+        rows only in the candidate, each in id order; None when the ids are not plain
+        strings or integers of one dtype without nulls, or when a side repeats an id (the
+        caller then checks and merges as before).
+
+    """
+    if b_ids.dtype != c_ids.dtype:
+        return None
+    arr_b, arr_c = _id_array(b_ids), _id_array(c_ids)
+    if arr_b is None or arr_c is None or arr_b.null_count or arr_c.null_count:
+        return None
+    both = pa.concat_arrays([arr_b, arr_c])
+    order = pc.sort_indices(both).to_numpy()
+    nb = len(arr_b)
+    starts = np.zeros(0, dtype=np.int64)
+    if len(order) > 1:
+        ranked = both.take(order)
+        starts = np.flatnonzero(pc.equal(ranked.slice(1), ranked.slice(0, len(order) - 1))
+                                .to_numpy(zero_copy_only=False))
+    b_pos, c_pos = order[starts], order[starts + 1]
+    if (b_pos >= nb).any() or (c_pos < nb).any():  # an id twice in one run
+        return None
+    in_pair = np.zeros(len(order), dtype=bool)
+    in_pair[starts] = in_pair[starts + 1] = True
+    rest = order[~in_pair]
+    return b_pos, c_pos - nb, rest[rest < nb], rest[rest >= nb] - nb
+
+
+def _take_joined(b: pd.DataFrame, c: pd.DataFrame, key: list[str],
+                 positions: tuple[np.ndarray, ...]
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`_pair`'s three frames from :func:`_id_order_join`'s rows.
+
+    Typed as the outer merge types them: an integer column of a side is float when the
+    other side has rows without a pair (the merge fills them with NaN).
+    """
+    b_pos, c_pos, b_only, c_only = positions
+    left = b.iloc[b_pos].reset_index(drop=True)
+    right = c.drop(columns=key).iloc[c_pos].reset_index(drop=True)
+    for frame, widen in ((left, len(c_only) > 0), (right, len(b_only) > 0)):
+        for name in frame.columns:
+            if widen and name not in key and frame[name].dtype.kind == "i":
+                frame[name] = frame[name].astype(np.float64)
+    paired = pd.concat([left, right], axis=1)
+    return (paired, b[key].iloc[b_only].reset_index(drop=True),
+            c[key].iloc[c_only].reset_index(drop=True))
+
+
 def _pair(baseline: pd.DataFrame, candidate: pd.DataFrame, setup: _Setup, *, id_column: str,
           group_columns: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Pair two frames on the key: (paired, baseline only, candidate only), kinds kept."""
@@ -339,23 +421,37 @@ def _pair(baseline: pd.DataFrame, candidate: pd.DataFrame, setup: _Setup, *, id_
             raise InputError(f"the {side} examples have no column {', '.join(map(repr, gone))}")
     baseline = _with_kinds(baseline, group_columns)
     candidate = _with_kinds(candidate, group_columns)
-    _check_examples(baseline, "baseline", key, columns)
-    _check_examples(candidate, "candidate", key, columns)
+    # without groups, ids sorted together pair the runs (and prove each side's ids unique)
+    positions = None if group_columns else _id_order_join(baseline[id_column],
+                                                          candidate[id_column])
+    _check_examples(baseline, "baseline", key, columns, unique=positions is not None)
+    _check_examples(candidate, "candidate", key, columns, unique=positions is not None)
     b = baseline[key + kinds + columns].rename(columns={c: f"baseline:{c}" for c in columns})
     c = candidate[key + kinds + columns].rename(columns={c: f"candidate:{c}" for c in columns})
-    try:
-        merged = b.merge(c, on=key + kinds, how="outer", indicator=True, sort=True)
-    except (ValueError, TypeError) as err:
-        raise InputError(f"cannot pair the runs on {', '.join(key)}: {err}",
-                         hint="the key columns must have the same types in both runs") from err
-    side = merged.pop("_merge")
-    paired = merged[side == "both"].reset_index(drop=True)
-    baseline_only = merged.loc[side == "left_only", key + kinds].reset_index(drop=True)
-    candidate_only = merged.loc[side == "right_only", key + kinds].reset_index(drop=True)
+    if positions is not None and all(isinstance(t, np.dtype) and t.kind in "fi"
+                                     for f in (b, c) for t in f.dtypes.iloc[1:]):
+        paired, baseline_only, candidate_only = _take_joined(b, c, key, positions)
+    else:
+        try:
+            merged = b.merge(c, on=key + kinds, how="outer", indicator=True, sort=True)
+        except (ValueError, TypeError) as err:
+            raise InputError(f"cannot pair the runs on {', '.join(key)}: {err}",
+                             hint="the key columns must have the same types in both runs"
+                             ) from err
+        side = merged.pop("_merge")
+        paired = merged[side == "both"].reset_index(drop=True)
+        baseline_only = merged.loc[side == "left_only", key + kinds].reset_index(drop=True)
+        candidate_only = merged.loc[side == "right_only", key + kinds].reset_index(drop=True)
+    added: dict[str, pd.Series] = {}
     for m, col in zip(setup.described, setup.value_cols, strict=True):
         for s in ("baseline", "candidate"):
-            paired[f"{s}:{m.name}"] = paired[f"{s}:{col}"]
-        paired[f"delta:{m.name}"] = paired[f"candidate:{col}"] - paired[f"baseline:{col}"]
+            added[f"{s}:{m.name}"] = paired[f"{s}:{col}"]
+        added[f"delta:{m.name}"] = paired[f"candidate:{col}"] - paired[f"baseline:{col}"]
+    if added.keys() & set(paired.columns):  # a measure named as a column: replaced in place
+        for name, values in added.items():
+            paired[name] = values
+    else:
+        paired = pd.concat([paired, pd.DataFrame(added, index=paired.index)], axis=1)
     return paired, baseline_only, candidate_only
 
 

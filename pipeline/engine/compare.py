@@ -367,6 +367,7 @@ def compare_on_engine(
     examples: Callable[[], PairedExamples] | None = None,
     scratch_dir: str | None = None,
     part_rows: int = PART_ROWS,
+    on_top: Callable[[pd.DataFrame], None] | None = None,
 ) -> Comparison:
     """Compare two opened runs on ``runner`` (see the module docstring).
 
@@ -390,6 +391,9 @@ def compare_on_engine(
         examples: makes the per-example pairs when one asks for them (a plot).
         scratch_dir: where the scratch directory is made (default: the temporary directory).
         part_rows: rows per part when the examples are exchanged, >= 1.
+        on_top: called with the top moved examples (key columns first, as
+            :meth:`Comparison.top` gives them) once the first pass is merged, while the
+            second pass runs (the caller reads their texts meanwhile).
 
     Returns:
         The :class:`Comparison` (``scheme`` ``partitioned``).
@@ -443,6 +447,8 @@ def compare_on_engine(
                                  n_top=n_top)
             assert merger is not None
         merger.check_paired()
+        if on_top is not None and merger.top is not None:
+            on_top(merger.top.drop(columns=merger.kinds))
         grids = merger.grids()
         locals_ = merger.part_scopes
         args = []
