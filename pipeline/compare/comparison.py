@@ -369,8 +369,9 @@ def compare_runs(
                           hint=f"choose one of {', '.join(DRIFT_METHODS)}")
     if not band_multiplier > 0:
         raise ConfigError(f"band_multiplier must be > 0, got {band_multiplier}")
-    base = runs.open_run(baseline_dir)
-    cand = runs.open_run(candidate_dir)
+    with ThreadPoolExecutor(2, thread_name_prefix="overlap-open") as pool:  # checksums side by side
+        opened = [pool.submit(runs.open_run, d) for d in (baseline_dir, candidate_dir)]
+    base, cand = opened[0].result(), opened[1].result()  # the baseline's error first
     notes: list[str] = []
     other = base.signature.differences(cand.signature, keys=NON_SCORE_FIELDS)
     if other:
