@@ -239,7 +239,11 @@ def run_allowing_alarm(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
 
 def print_row(row: dict) -> None:
     n = row["rows"]
-    print(f"\n{n:,} vs {n:,} examples (cores: {os.cpu_count()})")
+    from pipeline.compiled import builds
+
+    used = sorted(set(builds().values()))  # "jit": a stale build, numba compiling in every part
+    print(f"\n{n:,} vs {n:,} examples (cores: {os.cpu_count()}; kernel builds: "
+          f"{', '.join(used)})")
     print("| variant | median s | range s | runs | driver peak RSS MB | tree peak PSS MB "
           "| load (1 min) |")
     print("|---|---:|---:|---:|---:|---:|---|")

@@ -475,9 +475,11 @@ def main() -> None:
     from pipeline.compiled import builds
 
     print()
+    used = sorted(set(builds().values()))
     print(f"machine: {os.cpu_count()} CPUs; 1-minute load average {min(loads):.1f}-"
-          f"{max(loads):.1f} during the run; kernel builds: "
-          f"{', '.join(sorted(set(builds().values())))} (jit: compiled at run time)")
+          f"{max(loads):.1f} during the run; kernel builds: {', '.join(used)}"
+          + (" (jit: numba compiles at run time: a stale or missing build)"
+             if "jit" in used else " (compiled at install)"))
     if small:
         b, o = small
         print()
