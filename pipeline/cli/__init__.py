@@ -211,22 +211,28 @@ class _Main(click.Group):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run as the process (``overlap``, ``python -m pipeline.cli``), not in a test runner.
 
-        The process ends with ``os._exit`` once the command and its clean-up have run, stdout
-        and stderr are flushed and the ``atexit`` callbacks have run (Ray's shutdown, temporary
-        directories' finalizers, multiprocessing's): no thread is waited for (after an
-        interrupt, a bootstrap in the driver's threads would hold the exit up; after a failed
-        comparison, the reading of texts no one will print), no C++ exit handler runs (Ray's
-        destroys a core worker under its running threads, should one be left: a SIGSEGV
-        instead of exit 130 / 143), and the interpreter does not take its modules apart one
-        by one (0.2-0.4 s with pandas and pyarrow loaded, on every command).
+        After an interrupt, and after any command run from the program's own command line
+        (called without arguments, as the ``overlap`` script and ``python -m pipeline.cli``
+        call it), the process ends with ``os._exit`` once the clean-up has run, stdout and
+        stderr are flushed and the ``atexit`` callbacks have run (Ray's shutdown, temporary
+        directories' finalizers, multiprocessing's): no thread is waited for (a bootstrap in
+        the driver's threads would hold an interrupted exit up; after a failed comparison,
+        the reading of texts no one will print), no C++ exit handler runs (Ray's destroys a
+        core worker under its running threads, should one be left: a SIGSEGV instead of exit
+        130 / 143), and the interpreter does not take its modules apart one by one (0.2-0.4
+        s with pandas and pyarrow loaded). Called with arguments (``main([...])`` from
+        Python), a command that ends normally raises ``SystemExit`` as click's do.
         """
         self._process = True
         _install_handlers()  # as early as possible: before the command's imports
+        own_command_line = not args and kwargs.get("args") is None
         try:
             return self.main(*args, **kwargs)
         except SystemExit as e:
             if e.code is not None and not isinstance(e.code, int):
                 raise  # a message: Python prints it and exits 1
+            if _Signals.received is None and not own_command_line:
+                raise
             import atexit
 
             atexit._run_exitfuncs()  # e.g. the plot cache dir; Ray's shutdown: a no-op now

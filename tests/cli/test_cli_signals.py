@@ -130,3 +130,44 @@ def test_a_signal_during_a_fork_is_raised_after_it(tmp_path):
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["not raised during the fork", "raised after it"]
+
+
+def test_the_command_line_ends_at_once_and_main_called_from_python_returns(tmp_path):
+    """`python -m pipeline.cli` ends with os._exit after flushing (its output complete, its
+    exit status kept, and code after the command never runs); `main([...])` called from a
+    Python program raises SystemExit and hands control back, as click's commands do."""
+    script = tmp_path / "embed.py"
+    script.write_text(textwrap.dedent("""\
+        import atexit, sys
+        from pipeline.cli import main
+        atexit.register(lambda: print("atexit ran", flush=True))
+        try:
+            main(sys.argv[1:])
+        except SystemExit as e:
+            print("returned", e.code)
+        """))
+    run = subprocess.run([sys.executable, str(script), "--version"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["overlap, version 0.1.0", "returned 0", "atexit ran"]
+    bad = subprocess.run([sys.executable, str(script), "compare", str(tmp_path / "nowhere"),
+                          str(tmp_path / "nowhere")], capture_output=True, text=True,
+                         timeout=120)
+    assert "returned 2" in bad.stdout, (bad.stdout, bad.stderr)
+
+    cli = subprocess.run([sys.executable, "-c", textwrap.dedent("""\
+        import atexit, sys
+        from pipeline.cli import main
+        atexit.register(lambda: print("atexit ran", flush=True))
+        sys.argv = ["overlap", "--version"]
+        try:
+            main()
+        finally:
+            print("after the command")  # never: the process has ended
+        """)], capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.splitlines() == ["overlap, version 0.1.0", "atexit ran"]
+    cli = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare",
+                          str(tmp_path / "nowhere"), str(tmp_path / "nowhere")],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2 and "no such run directory" in cli.stderr, cli.stderr
