@@ -395,18 +395,13 @@ def compare(
 
     """
     import functools
-    import sys
 
     from pipeline.compare import compare_runs
     from pipeline.engine.compare import compare_on_engine
-    from pipeline.engine.run import make_runner
+    from pipeline.engine.run import choose_engine, make_runner
 
     settings = ScoreConfig(engine=engine, address=address, num_cpus=num_cpus)
-    where = settings.engine
-    if where == "auto":
-        ray = sys.modules.get("ray")  # never imported just to ask
-        where = "ray" if settings.resolved_address() or (
-            ray is not None and ray.is_initialized()) else "local"
+    where, _ = choose_engine(settings)
     given: dict[str, Any] = {
         "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
         "top": top, "max_missing": max_missing, "adjust": adjust,

@@ -305,8 +305,8 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
                            sums_fn=aggregate_sums, resamples_fn=aggregate_resamples, **common)
 
 
-def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
-    """Decide where a run goes: ``("local" or "ray", why)``.
+def choose_engine(config: ScoreConfig, plan: Plan | None = None) -> tuple[str, str]:
+    """Decide where a score (with its ``plan``) or a comparison runs: ``("local"|"ray", why)``.
 
     ``auto`` runs on Ray when a cluster address is given (``--address``, ``RAY_ADDRESS``) or
     when Ray is already initialized in this process (a notebook, a test session: nothing to
@@ -322,7 +322,8 @@ def choose_engine(config: ScoreConfig, plan: Plan) -> tuple[str, str]:
     ray = sys.modules.get("ray")  # never imported just to ask
     if ray is not None and ray.is_initialized():
         return "ray", "auto: Ray is already initialized in this process"
-    return "local", f"auto: one machine: in-process ({plan.prediction_rows:,} prediction rows)"
+    rows = "" if plan is None else f" ({plan.prediction_rows:,} prediction rows)"
+    return "local", f"auto: one machine: in-process{rows}"
 
 
 def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
