@@ -268,6 +268,31 @@ def _with_kinds(frame: pd.DataFrame, group_columns: Sequence[str]) -> pd.DataFra
     return frame
 
 
+def _rows_by_group(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """Each group's row positions, in row order, from int64 codes in ``[0, n_groups)``.
+
+    One stable sort of the codes: the cost does not grow with groups x rows.
+    """
+    sort = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[sort], np.arange(n_groups + 1))
+    return [sort[bounds[g]:bounds[g + 1]] for g in range(n_groups)]
+
+
+def _paired_values(paired: pd.DataFrame, columns: Sequence[str], id_column: str,
+                   group_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The paired examples' values and identity hashes.
+
+    Returns:
+        Baseline and candidate columns, float64 (n, k) each; uint64 (n,) hashes
+        (:func:`_pair_hashes`).
+    """
+    b = paired[[f"baseline:{x}" for x in columns]].to_numpy(np.float64)
+    c = paired[[f"candidate:{x}" for x in columns]].to_numpy(np.float64)
+    hashes = _pair_hashes(paired, id_column, group_columns) if len(paired) \
+        else np.zeros(0, np.uint64)
+    return b, c, hashes
+
+
 def _pair_hashes(frame: pd.DataFrame, id_column: str, group_columns: Sequence[str]
                  ) -> np.ndarray:
     """Identity hashes of the pairs: the id's, mixed with each group value's (type-tagged)."""
@@ -602,10 +627,8 @@ def compare_examples(
                                                   group_columns=group_columns)
     if paired.empty:
         raise _no_pair(key, len(baseline_only), len(candidate_only))
-    columns = setup.columns
-    hashes = _pair_hashes(paired, id_column, group_columns)
-    base_matrix = paired[[f"baseline:{x}" for x in columns]].to_numpy(np.float64)
-    cand_matrix = paired[[f"candidate:{x}" for x in columns]].to_numpy(np.float64)
+    base_matrix, cand_matrix, hashes = _paired_values(paired, setup.columns, id_column,
+                                                      group_columns)
 
     # every group once, in sorted order, with the rows of each frame that belong to it
     # (one pass over the rows: the cost does not grow with groups x rows)
@@ -615,13 +638,12 @@ def compare_examples(
         firsts, _, codes = _group_codes((paired, baseline_only, candidate_only), group_columns)
         ranked = sorted(range(len(firsts)), key=lambda g: _group_order(firsts[g]))
         n_groups = len(firsts)
-        sort = np.argsort(codes[0], kind="stable")
-        bounds = np.searchsorted(codes[0][sort], np.arange(n_groups + 1))
+        paired_rows = _rows_by_group(codes[0], n_groups)
         only_b = np.bincount(codes[1], minlength=n_groups)
         only_c = np.bincount(codes[2], minlength=n_groups)
         for g in ranked:
             groups.append(firsts[g])
-            members.append((sort[bounds[g]:bounds[g + 1]], int(only_b[g]), int(only_c[g])))
+            members.append((paired_rows[g], int(only_b[g]), int(only_c[g])))
     trials = n_bootstrap
     records: list[dict[str, Any]] = []
 
@@ -777,11 +799,7 @@ def pair_part(baseline: pd.DataFrame, candidate: pd.DataFrame, *, measures: Sequ
     paired, baseline_only, candidate_only = _pair(baseline, candidate, setup,
                                                   id_column=id_column,
                                                   group_columns=group_columns)
-    columns = setup.columns
-    b = paired[[f"baseline:{x}" for x in columns]].to_numpy(np.float64)
-    c = paired[[f"candidate:{x}" for x in columns]].to_numpy(np.float64)
-    hashes = _pair_hashes(paired, id_column, group_columns) if len(paired) \
-        else np.zeros(0, np.uint64)
+    b, c, hashes = _paired_values(paired, setup.columns, id_column, group_columns)
     scopes = {ALL_SCOPE: scope_totals(b, c)}
     only: dict[tuple, list[int]] = {ALL_SCOPE: [len(baseline_only), len(candidate_only)]}
     labels: dict[tuple, tuple[tuple, tuple]] = {}
@@ -792,12 +810,9 @@ def pair_part(baseline: pd.DataFrame, candidate: pd.DataFrame, *, measures: Sequ
             (paired, baseline_only, candidate_only), group_columns)
         local = [("group", ident) for ident in idents]
         n_groups = len(firsts)
-        sort = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[sort], np.arange(n_groups + 1))
         only_b = np.bincount(code_b, minlength=n_groups)
         only_c = np.bincount(code_c, minlength=n_groups)
-        for g in range(n_groups):
-            index = sort[bounds[g]:bounds[g + 1]]
+        for g, index in enumerate(_rows_by_group(codes, n_groups)):
             scopes[local[g]] = scope_totals(b[index], c[index])
             only[local[g]] = [int(only_b[g]), int(only_c[g])]
             labels[local[g]] = firsts[g]
@@ -834,11 +849,8 @@ def part_resamples(arrays: PartArrays, local: Sequence[tuple],
         out[ALL_SCOPE] = scope_resamples(b, c, hashes, grids[ALL_SCOPE],
                                          n_bootstrap=n_bootstrap, n_trials=n_trials, seed=seed)
     if local:
-        sort = np.argsort(arrays.codes, kind="stable")
-        bounds = np.searchsorted(arrays.codes[sort], np.arange(len(local) + 1))
-        for g, scope in enumerate(local):
-            if scope in grids and bounds[g + 1] > bounds[g]:
-                index = sort[bounds[g]:bounds[g + 1]]
+        for scope, index in zip(local, _rows_by_group(arrays.codes, len(local)), strict=True):
+            if scope in grids and len(index):
                 out[scope] = scope_resamples(b[index], c[index], hashes[index], grids[scope],
                                              n_bootstrap=n_bootstrap, n_trials=n_trials,
                                              seed=seed)
