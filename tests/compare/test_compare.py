@@ -23,6 +23,7 @@ from pipeline.compare import (
 from pipeline.errors import ConfigError, InputError, SignatureMismatchError
 from tests.compare.test_compare_fixtures import (
     METRICS,
+    cut_a_tenth,
     realsumm,
     score,
     signature,
@@ -50,11 +51,8 @@ def scored(texts) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def truncated(texts):
     """10% of the predictions (chosen with a seeded RNG) cut to half their words, re-scored."""
-    rng = np.random.default_rng(7)
-    picked = np.sort(rng.choice(len(texts), size=len(texts) // 10, replace=False))
-    frame = texts.copy()
-    frame.loc[picked, "prediction"] = [truncate_half(t) for t in frame.loc[picked, "prediction"]]
-    return score(frame), set(frame.loc[picked, "id"])
+    frame, cut_ids = cut_a_tenth(texts)
+    return score(frame), cut_ids
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,13 @@ from pipeline.compare import compare_runs
 from pipeline.engine.compare import compare_on_engine, matching_parts
 from pipeline.engine.local import LocalRunner
 from pipeline.io.runs import open_run
-from tests.compare.test_compare_fixtures import realsumm, score, truncate_half, write_run
+from tests.compare.test_compare_fixtures import (
+    cut_a_tenth,
+    realsumm,
+    score,
+    truncate_half,
+    write_run,
+)
 
 # /work/shared/data beside the checkout (or beside the worktrees' folder)
 SHARED = next((p / "shared" / "data" for p in Path(__file__).resolve().parents
@@ -72,11 +78,7 @@ def scored(texts) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def cut(texts) -> pd.DataFrame:
-    rng = np.random.default_rng(7)
-    picked = np.sort(rng.choice(len(texts), size=len(texts) // 10, replace=False))
-    frame = texts.copy()
-    frame.loc[picked, "prediction"] = [truncate_half(t) for t in frame.loc[picked, "prediction"]]
-    return score(frame)
+    return score(cut_a_tenth(texts)[0])
 
 
 @pytest.mark.parametrize("part_rows", [50_000, 300, 997])

@@ -113,6 +113,20 @@ def truncate_half(text: str) -> str:
     return "\n".join(out)
 
 
+def cut_a_tenth(texts: pd.DataFrame) -> tuple[pd.DataFrame, set]:
+    """10% of the predictions (chosen with a seeded RNG) cut to half their words.
+
+    Returns:
+        The texts with those predictions cut, and the cut examples' ids.
+
+    """
+    rng = np.random.default_rng(7)
+    picked = np.sort(rng.choice(len(texts), size=len(texts) // 10, replace=False))
+    frame = texts.copy()
+    frame.loc[picked, "prediction"] = [truncate_half(t) for t in frame.loc[picked, "prediction"]]
+    return frame, set(frame.loc[picked, "id"])
+
+
 def test_write_run_reads_back(tmp_path):
     from pipeline.io.runs import open_run, read_examples
 
