@@ -461,10 +461,7 @@ class ScopeSums:
         """Add another part's statistics of the same scope."""
         self.n += other.n
         self.max_abs = np.maximum(self.max_abs, other.max_abs)
-        for mine, theirs in zip(self.partials, other.partials, strict=True):
-            mine.extend(theirs)
-            if len(mine) > 64:  # keep it short: the exact sum again in a few floats
-                mine[:] = stats.exact_partials(np.array(mine))
+        stats.merge_partials(self.partials, other.partials)
         self.parts.extend(other.parts)
 
     def sums(self) -> np.ndarray:

@@ -333,6 +333,18 @@ def exact_partials(values: np.ndarray) -> list[float]:
     return _fsum_partials(np.array(values, dtype=np.float64))
 
 
+def merge_partials(mine: list[list[float]], theirs: list[list[float]]) -> None:
+    """Add another part's :func:`exact_partials`, column by column, into ``mine`` (in place).
+
+    A column's list is made short again (its exact sum in a few floats) once it passes 64
+    floats; ``math.fsum`` of each list stays the correctly rounded sum of every part's values.
+    """
+    for column, other in zip(mine, theirs, strict=True):
+        column.extend(other)
+        if len(column) > 64:
+            column[:] = exact_partials(np.array(column))
+
+
 def _fsum_partials(values: np.ndarray) -> list[float]:
     """:func:`exact_partials` by ``math.fsum``: slower, for any finite or infinite values."""
     column = np.ascontiguousarray(values, dtype=np.float64).data
@@ -429,6 +441,6 @@ def percentile_interval(replicates: np.ndarray, confidence: float
 
 __all__ = ["BOOTSTRAP_METHOD", "MAX_WEIGHT", "THRESHOLDS", "WEIGHTS", "CorpusScore",
            "Estimate", "bootstrap", "column_max_abs", "evaluate", "exact_mean", "exact_partials",
-           "exact_sums", "grid_scales",
+           "exact_sums", "grid_scales", "merge_partials",
            "percentile_interval", "point_estimates", "position_hashes", "resample_sums",
            "resample_sums_threaded", "stream_keys", "to_grid"]

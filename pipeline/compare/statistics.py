@@ -192,10 +192,7 @@ class ScopeTotals:
         """Add another part's totals of the same scope."""
         self.n += other.n
         self.max_abs = np.maximum(self.max_abs, other.max_abs)
-        for mine, theirs in zip(self.partials, other.partials, strict=True):
-            mine.extend(theirs)
-            if len(mine) > 64:  # the exact sum again, in a few floats
-                mine[:] = stats.exact_partials(np.array(mine))
+        stats.merge_partials(self.partials, other.partials)
 
     def sums(self) -> np.ndarray:
         """float64 (3k,): each column's correctly rounded sum (``math.fsum``)."""
@@ -262,10 +259,7 @@ class ScopeResamples:
         self.boot_totals += other.boot_totals
         self.kept += other.kept
         self.d_total += other.d_total
-        for mine, theirs in zip(self.d_square, other.d_square, strict=True):
-            mine.extend(theirs)
-            if len(mine) > 64:
-                mine[:] = stats.exact_partials(np.array(mine))
+        stats.merge_partials(self.d_square, other.d_square)
 
 
 def scope_resamples(baseline: np.ndarray, candidate: np.ndarray, hashes: np.ndarray,
