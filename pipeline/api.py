@@ -493,6 +493,7 @@ def check_nightly_compare_options(compare_options: Mapping[str, Any] | None,
     from pipeline.compare.measures import measures_of
 
     options = {k: v for k, v in (compare_options or {}).items() if v is not None}
+    # the nightly always compares with --history ROOT (a reference run is then allowed)
     check_options(history="ROOT", **{k: v for k, v in options.items()
                                      if k not in ("allow_signature_mismatch", "engine",
                                                   "address", "num_cpus", "seed")})

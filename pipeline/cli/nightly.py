@@ -114,13 +114,13 @@ def nightly_settings(config_file: str | None, flags: dict[str, Any]) -> Any:
 def _compare_options(text: str) -> dict[str, Any]:
     """``COMPARE_ARGS`` as :func:`pipeline.api.compare` options; every error names it.
 
+    The values are checked next, with compare's own checks
+    (:func:`pipeline.api.check_nightly_compare_options`).
+
     Raises:
-        ConfigError: the string does not parse, gives an option the nightly owns, or a
-            value out of range (compare's own checks).
+        ConfigError: the string does not parse, or gives an option the nightly owns.
 
     """
-    from pipeline.compare.comparison import check_options
-
     name = "COMPARE_ARGS"
     _refuse_owned(compare_command, name, ["b", "c"], text, _FIXED_COMPARE)
     cmp = _parse(compare_command, name, ["b", "c"], text)
@@ -136,13 +136,6 @@ def _compare_options(text: str) -> dict[str, Any]:
     metrics = given.pop("metrics")
     options = {"measures": [m.strip() for v in metrics for m in v.split(",") if m.strip()]
                or None, "band": band, "bands": bands, **given}
-    checked = {k: v for k, v in options.items()
-               if v is not None and k not in ("allow_signature_mismatch", "engine",
-                                              "address", "seed")}
-    try:
-        check_options(history="ROOT", **checked)
-    except ConfigError as err:
-        raise ConfigError(f"{name}: {err.message}", hint=err.hint) from err
     return options
 
 
