@@ -582,8 +582,9 @@ def nightly(
 ) -> NightlyRun:
     """One night of the nightly loop: score, publish, compare with history, report.
 
-    0. Check ``compare_options`` (:func:`check_nightly_compare_options`): a bad option stops
-       the night before anything is written.
+    0. Check ``compare_options`` (:func:`check_nightly_compare_options`) and that
+       ``baseline`` is a complete run: a bad one stops the night before anything is
+       written.
     1. Score ``predictions`` into ``ROOT/run_date=DATE/run_id=ID`` (a finished run of the
        same date and id is reused; an interrupted one resumes, also without ``run_id``: the
        interrupted attempt of the same inputs and settings that date is found by its
@@ -646,7 +647,14 @@ def nightly(
         bad = type(err)(f"compare options: {err.message}", hint=err.hint)
         return NightlyRun(bad.exit_code, "", error=bad)
     from pipeline.compare.history import comparable_baseline
-    from pipeline.io.runs import filesystem
+    from pipeline.io.runs import filesystem, read_aggregate
+
+    if baseline is not None:
+        try:  # a baseline that is no complete run fails now, not after tonight's score
+            read_aggregate(baseline)
+        except PipelineError as err:
+            bad = type(err)(f"BASELINE: {err.message}", hint=err.hint)
+            return NightlyRun(bad.exit_code, "", error=bad)
 
     base = root.rstrip("/") or root
     resuming = None if run_id is not None else _interrupted_run_id(

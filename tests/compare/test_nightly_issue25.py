@@ -341,6 +341,15 @@ def test_bad_or_owned_args_are_refused_before_anything_is_written(tmp_path, pred
     assert not root.exists()
 
 
+def test_a_baseline_that_is_no_run_is_refused_before_anything_is_written(tmp_path,
+                                                                        predictions):
+    root = tmp_path / "nights"
+    result = _night(root, predictions, "2025-01-01", "n1", BASELINE=str(tmp_path / "nope"))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"nightly: BASELINE: {tmp_path / 'nope'}: no such run")
+    assert not root.exists()
+
+
 def test_owned_options_are_named(tmp_path, predictions):
     result = _night(tmp_path / "n", predictions, "2025-01-01", "n1",
                     compare_args="--output b --history c")
