@@ -94,8 +94,8 @@ def test_the_history_table_keys_nights_by_date_not_run_id(tmp_path):
     from pipeline.io.runs import open_run
 
     root = tmp_path / "root"
+    deltalake = pytest.importorskip("deltalake")
     runs = [_run(root, f"2025-01-0{t}", "nightly", tmp_path, shift=t) for t in (1, 2, 3)]
-    import deltalake
 
     # the aggregates table as publish writes it, one run id for every night
     for t, run in enumerate(runs, start=1):
