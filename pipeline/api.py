@@ -559,9 +559,12 @@ def _interrupted_run_id(date_dir: str, predictions: str, references: str | None,
         run_id = head.removeprefix(".run_id=")
         if tail != key or not _RUN_ID.fullmatch(run_id):
             continue
-        out = OutputDir(f"{date_dir}/run_id={run_id}", overwrite=False, key=key)
-        if not out.is_complete() and out.resumable_run_id() == run_id:
-            return run_id
+        try:
+            out = OutputDir(f"{date_dir}/run_id={run_id}", overwrite=False, key=key)
+            if not out.is_complete() and out.resumable_run_id() == run_id:
+                return run_id  # one still running holds its lock: the score says so (exit 3)
+        except (PipelineError, OSError):
+            continue
     return None
 
 
