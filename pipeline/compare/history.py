@@ -462,16 +462,16 @@ def comparable_history(history: History, *, signature: Signature,
             continue
         theirs = night.signature.as_dict()
         scored = set(theirs.get("metrics", "").split("+"))
+        # a metric the night did not score has no value to leave out
+        checked = [m for m in metrics if "metrics" not in theirs or m in scored]
         dropped: dict[str, str] = {}
-        for metric in metrics:
-            if "metrics" in theirs and metric not in scored:
-                continue  # no value of it that night: nothing to leave out
+        for metric in checked:
             fields = check_signatures(night.signature, signature, allow_mismatch=True,
                                       metrics=(metric,), options=(night.config, config or {}))
             if fields:
                 dropped[metric] = "; ".join(f"{k}: {theirs.get(k, '(absent)')} vs "
                                             f"{mine.get(k, '(absent)')}" for k in fields)
-        if len(dropped) == len(metrics):
+        if dropped and len(dropped) == len(checked):
             detail = "; ".join(dict.fromkeys(dropped.values()))
             left.setdefault(((), detail), []).append(night.run_date)
             continue
