@@ -347,6 +347,12 @@ def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
     address = config.resolved_address()
     runtime_env = None
     if address:
+        from pipeline.io.storage import worker_env
+
         runtime_env = (package_runtime_env(config.runtime_env) if config.ship_code
-                       else config.runtime_env)
+                       else dict(config.runtime_env or {})) or None
+        storage_env = worker_env()  # the workers see the storage as the driver does
+        if storage_env:
+            runtime_env = dict(runtime_env or {})
+            runtime_env["env_vars"] = {**storage_env, **dict(runtime_env.get("env_vars") or {})}
     return RayRunner(address=address, num_cpus=config.num_cpus, runtime_env=runtime_env)
