@@ -128,6 +128,8 @@ def _present(output: OutputDir) -> set[str]:
 def _drop_exchange(output: OutputDir) -> None:
     """Delete the exchange files (every partition is scored; best effort)."""
     loc = output.control(EXCHANGE_DIR)
+    if not output.holds_lock():  # fenced: the exchange may be another run's now
+        return
     try:
         if loc.fs.get_file_info(loc.path).type != pafs.FileType.NotFound:
             loc.fs.delete_dir(loc.path)
