@@ -446,11 +446,11 @@ def compare(
     _use_storage(settings)
     where, _ = choose_engine(settings)
     cluster = where == "ray" and settings.resolved_address() is not None
-    if cluster:
+    if cluster:  # (the default scratch is beside the output or the candidate: checked)
+        _check_cluster_paths(settings, {"BASELINE_DIR": baseline_dir,
+                                        "CANDIDATE_DIR": candidate_dir, "--history": history,
+                                        "--output": output, "--scratch": scratch})
         scratch = scratch or scratch_base(output, candidate_dir)
-        _check_cluster_paths(settings, {"--output": output, "--scratch": scratch,
-                                        "BASELINE_DIR": baseline_dir,
-                                        "CANDIDATE_DIR": candidate_dir, "--history": history})
     given: dict[str, Any] = {
         "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
         "top": top, "max_missing": max_missing, "adjust": adjust,

@@ -1,0 +1,162 @@
+"""Score and compare on a 3-node Ray cluster whose nodes share no disk, with runs on S3.
+
+As users run it (issue 24, item 9): three Ray nodes on 127.0.0.7-9, each in its own mount
+namespace with a private ``/tmp`` and ``/dev/shm`` (``tests/support/ns_cluster.py``; as
+root, as CI runs), token authentication on, inputs and outputs on moto's S3 server on
+loopback (started and stopped here). The driver is the CLI run on the head (in its mount
+namespace). The storage settings reach the driver as ``OVERLAP_S3_*`` variables and the
+workers only through the driver (the nodes hold the AWS keys alone; nobody sets
+``AWS_ENDPOINT_URL``).
+
+Before issue 24, compare wrote its exchange and first-pass files into the driver's temp
+dir: a task on another node could not read them (exit 4, or a pass only when Ray placed
+every task on the head). The comparisons here must equal an in-process comparison of the
+same runs, for runs partitioned alike (no exchange) and differently (the exchange).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.ns_cluster import MotoServer, PrivateTmpCluster, can_isolate
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "pipeline" / "data" / "realsumm"
+OVERLAP = Path(sys.executable).with_name("overlap")
+BUCKET = "overlap-test"
+KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing-secret-value",
+        "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+@pytest.fixture(scope="module")
+def moto():
+    pytest.importorskip("moto")
+    server = MotoServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def storage_env(moto):
+    return {"OVERLAP_S3_ENDPOINT": moto.endpoint, "OVERLAP_S3_ALLOW_HTTP": "1",
+            "OVERLAP_S3_PATH_STYLE": "1", "OVERLAP_S3_REGION": "us-east-1"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = can_isolate()
+    if why:
+        pytest.skip(why)
+    nodes = PrivateTmpCluster(cpus_per_node=1, node_env_extra=dict(KEYS))
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        leftovers = nodes.stop()
+    assert leftovers == [], "processes of the test cluster outlived their ray start"
+
+
+@pytest.fixture(scope="module")
+def inputs(moto):
+    """Baseline and candidate predictions and the references, uploaded to the bucket."""
+    fs = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{moto.port}", scheme="http",
+                           region="us-east-1", access_key=KEYS["AWS_ACCESS_KEY_ID"],
+                           secret_key=KEYS["AWS_SECRET_ACCESS_KEY"],
+                           allow_bucket_creation=True)
+    fs.create_dir(BUCKET)
+    preds = pq.read_table(DATA / "predictions")
+    words = pc.split_pattern(preds.column("prediction"), " ")
+    # the candidate: every 5th prediction cut to its first 12 words
+    cut = [" ".join(w[:12]) if i % 5 == 0 else " ".join(w)
+           for i, w in enumerate(words.to_pylist())]
+    cand = preds.set_column(preds.schema.get_field_index("prediction"), "prediction",
+                            pa.array(cut, pa.large_string()))
+    for name, table in (("baseline", preds), ("candidate", cand),
+                        ("references", pq.read_table(DATA / "references.parquet"))):
+        with fs.open_output_stream(f"{BUCKET}/in/{name}.parquet") as fh:
+            pq.write_table(table, fh)
+    return {k: f"s3://{BUCKET}/in/{k}.parquet" for k in ("baseline", "candidate", "references")}
+
+
+def _driver(cluster, storage_env, *args: str, timeout: int = 240):
+    env = {**cluster.env(), **KEYS, **storage_env}
+    return cluster.run_on(0, [str(OVERLAP), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd="/")
+
+
+@pytest.fixture(scope="module")
+def config_dir():
+    """Config files where every node's namespace sees them (not under the private /tmp)."""
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="overlap-ns-test-", dir="/var/tmp")
+    yield Path(where)
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def _score(cluster, storage_env, config_dir, preds, refs, out, rows):
+    config = config_dir / f"rows-{rows}.yaml"
+    config.write_text(f"partition_rows: {rows}\n")
+    proc = _driver(cluster, storage_env, "score", preds, "--references", refs, "--output", out,
+                   "--address", cluster.address, "--config", str(config),
+                   "--bootstrap", "0", "--group-by", "system", "--keep-text")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _local_compare(storage_env, monkeypatch, a, b):
+    from pipeline import api
+
+    for k, v in {**KEYS, **storage_env}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return api.compare(a, b, engine="local", num_cpus=1).to_document()
+
+
+def _same(cluster_doc, local_doc):
+    for key in ("rows", "pairing", "alarms", "top"):
+        assert json.dumps(cluster_doc[key], sort_keys=True) == \
+            json.dumps(local_doc[key], sort_keys=True), key
+
+
+def _listing(storage_env, prefix):
+    from pipeline.io import storage
+
+    fs = storage.pyarrow_s3(storage.from_env(storage_env))
+    return [i.path for i in fs.get_file_info(pafs.FileSelector(prefix, recursive=True,
+                                                               allow_not_found=True))]
+
+
+def test_compare_on_nodes_without_a_shared_disk_equals_an_in_process_compare(
+        cluster, moto, storage_env, inputs, config_dir, monkeypatch):
+    runs = f"s3://{BUCKET}/runs"
+    for name, side, rows in (("a", "baseline", 700), ("b", "candidate", 700),
+                             ("c", "candidate", 500)):
+        _score(cluster, storage_env, config_dir, inputs[side], inputs["references"],
+               f"{runs}/{name}", rows)
+    for name, cand in (("same", "b"), ("exchanged", "c")):
+        out = f"s3://{BUCKET}/cmp/{name}"
+        proc = _driver(cluster, storage_env, "compare", f"{runs}/a", f"{runs}/{cand}",
+                       "--address", cluster.address, "--format", "json", "--output", out)
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        doc = json.loads(proc.stdout)  # stdout holds the document alone
+        assert doc["pairing"]["n_paired"] == 2500
+        _same(doc, _local_compare(storage_env, monkeypatch, f"{runs}/a", f"{runs}/{cand}"))
+    left = _listing(storage_env, f"{BUCKET}/cmp")
+    assert not [p for p in left if "overlap-compare" in p], left  # the scratch is gone
+    assert sorted(p.rsplit("/", 1)[1] for p in left if p.endswith(".json")) == \
+        ["compare.json", "compare.json"]
