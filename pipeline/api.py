@@ -758,13 +758,18 @@ def publish(
     run = load_run(run_dir, labels=labels, run_date=run_date)
     # Everything is checked before anything is written: the run's types for each format,
     # the catalog, and each existing table (columns, partitioning, the run id).
+    from pipeline.io.storage import deltalake_options
+
+    # the storage settings, for deltalake (object storage only)
+    storage_options = (deltalake_options() or None) if delta and "://" in delta \
+        and not delta.startswith("file://") else None
     formats = {fmt: run.for_format(fmt) for fmt, target in (("delta", delta),
                                                              ("iceberg", iceberg)) if target}
     catalog = None
     if delta is not None:
         from pipeline.warehouse.delta import check_delta
 
-        check_delta(formats["delta"], delta)
+        check_delta(formats["delta"], delta, storage_options=storage_options)
     if iceberg is not None:
         from pipeline.warehouse.iceberg import check_iceberg, load_catalog
 
@@ -774,7 +779,7 @@ def publish(
     if delta is not None:
         from pipeline.warehouse.delta import publish_delta
 
-        published += publish_delta(formats["delta"], delta)
+        published += publish_delta(formats["delta"], delta, storage_options=storage_options)
     if iceberg is not None:
         from pipeline.warehouse.iceberg import publish_iceberg
 

@@ -228,10 +228,6 @@ def deltalake_options(options: StorageOptions | None = None) -> dict[str, str]:
         out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if options.path_style else "true"
     if options.profile is not None:
         out["AWS_PROFILE"] = options.profile
-    if out:
-        # without a locking provider deltalake refuses concurrent S3 writers unless told;
-        # overlap's own lock serializes publishes of one table
-        out["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
     return out
 
 
