@@ -350,10 +350,14 @@ def _use_storage(cfg: ScoreConfig) -> None:
 
 
 def _check_cluster_paths(cfg: ScoreConfig, paths: dict[str, str | None]) -> None:
-    """Refuse local paths when the work goes to a cluster (see :func:`check_shared`).
+    """Refuse local paths for a cluster and check that this process can drive it.
+
+    :func:`pipeline.io.files.check_shared`, then
+    :func:`pipeline.engine.ray_runner.check_driver`.
 
     Raises:
         ConfigError: a local path with a cluster address, without ``allow_local_paths``.
+        ExecutionError: the cluster cannot be reached or driven from here (one line).
 
     """
     from pipeline.engine.run import choose_engine
@@ -362,6 +366,10 @@ def _check_cluster_paths(cfg: ScoreConfig, paths: dict[str, str | None]) -> None
     address = cfg.resolved_address()
     if address and choose_engine(cfg)[0] == "ray":
         check_shared(paths, address=address, allow_local_paths=cfg.allow_local_paths)
+        from pipeline.engine.ray_runner import check_driver, check_reachable
+
+        check_reachable(address)  # before any lock or staging is made: fail in seconds
+        check_driver(address)
 
 
 def compare(

@@ -179,6 +179,9 @@ docs/metrics.md (every metric and option)."""
                    "local (in-process).  [default: auto]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
                                 "local Ray sized to this machine.")
+@click.option("--allow-local-paths", is_flag=True, default=None,
+              help="With --address, accept local paths (inputs, --output): only for a "
+                   "single-host cluster or a disk mounted at one path on every node.")
 @click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
                                "random suffix]")
 @click.option("--overwrite", is_flag=True, help="Replace a complete existing output.")

@@ -160,3 +160,32 @@ def test_compare_on_nodes_without_a_shared_disk_equals_an_in_process_compare(
     assert not [p for p in left if "overlap-compare" in p], left  # the scratch is gone
     assert sorted(p.rsplit("/", 1)[1] for p in left if p.endswith(".json")) == \
         ["compare.json", "compare.json"]
+
+
+@pytest.mark.parametrize("case,cause", [
+    ("wrong token", "refused this driver's token (wrong token)"),
+    ("no token", "needs a token and this driver has none"),
+    ("not a node", "this machine is not a node of the Ray cluster"),
+])
+def test_a_driver_that_cannot_work_fails_in_seconds_naming_the_cause(
+        cluster, storage_env, inputs, case, cause):
+    import subprocess
+    import time
+
+    env = {**cluster.env(), **KEYS, **storage_env}
+    if case == "wrong token":
+        env["RAY_AUTH_TOKEN"] = "0" * 64
+    elif case == "no token":
+        env.pop("RAY_AUTH_TOKEN")
+    prefix = [] if case == "not a node" else cluster.driver_prefix(0)
+    started = time.monotonic()
+    proc = subprocess.run([*prefix, str(OVERLAP), "score", inputs["baseline"], "--references",
+                           inputs["references"], "--output", f"s3://{BUCKET}/runs/{case[:3]}",
+                           "--address", cluster.address], env=env, capture_output=True,
+                          text=True, timeout=120, cwd="/")
+    took = time.monotonic() - started
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and cause in lines[0], lines  # one line, no Ray warnings
+    assert took < 15, took  # was about 23 s (a wrong token) before
