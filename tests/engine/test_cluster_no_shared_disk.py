@@ -134,9 +134,10 @@ def _same(cluster_doc, local_doc):
 
 
 def _listing(storage_env, prefix):
-    from pipeline.io import storage
-
-    fs = storage.pyarrow_s3(storage.from_env(storage_env))
+    fs = pafs.S3FileSystem(endpoint_override=storage_env["OVERLAP_S3_ENDPOINT"][7:],
+                           scheme="http", region="us-east-1",
+                           access_key=KEYS["AWS_ACCESS_KEY_ID"],
+                           secret_key=KEYS["AWS_SECRET_ACCESS_KEY"])
     return [i.path for i in fs.get_file_info(pafs.FileSelector(prefix, recursive=True,
                                                                allow_not_found=True))]
 
@@ -160,6 +161,48 @@ def test_compare_on_nodes_without_a_shared_disk_equals_an_in_process_compare(
     assert not [p for p in left if "overlap-compare" in p], left  # the scratch is gone
     assert sorted(p.rsplit("/", 1)[1] for p in left if p.endswith(".json")) == \
         ["compare.json", "compare.json"]
+
+
+def test_nightly_on_the_cluster_with_an_s3_root_publishes_and_uploads_its_plot(
+        cluster, storage_env, inputs, config_dir):
+    pytest.importorskip("deltalake")
+    pytest.importorskip("pyiceberg")
+    pytest.importorskip("matplotlib")
+    root = f"s3://{BUCKET}/nightly"
+    catalog = config_dir / "catalog.db"
+    publish = (f"--delta s3://{BUCKET}/delta --iceberg sqlite:///{catalog} --namespace evals "
+               f"--warehouse s3://{BUCKET}/iceberg")
+    for night, side in (("2026-12-01", "baseline"), ("2026-12-02", "candidate")):
+        env_extra = {"RAY_ADDRESS": cluster.address, "RUN_DATE": night,
+                     "RUN_ID": f"n{night[-2:]}", "SCORE_ARGS": "--keep-text --bootstrap 0",
+                     "PUBLISH_ARGS": publish}
+        proc = _driver(cluster, {**storage_env, **env_extra}, "nightly", root, inputs[side],
+                       inputs["references"])
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert "ALARM" in proc.stdout or "no alarm" in proc.stdout
+    fs = pafs.S3FileSystem(endpoint_override=storage_env["OVERLAP_S3_ENDPOINT"][7:],
+                           scheme="http", region="us-east-1",
+                           access_key=KEYS["AWS_ACCESS_KEY_ID"],
+                           secret_key=KEYS["AWS_SECRET_ACCESS_KEY"])
+    png = f"{BUCKET}/nightly/compare/run_date=2026-12-02/run_id=n02/delta.png"
+    with fs.open_input_stream(png) as fh:  # drawn on the head, uploaded (was: not drawn)
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    from deltalake import DeltaTable
+
+    options = {"AWS_ENDPOINT_URL": storage_env["OVERLAP_S3_ENDPOINT"], "AWS_ALLOW_HTTP": "true",
+               "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": KEYS["AWS_ACCESS_KEY_ID"],
+               "AWS_SECRET_ACCESS_KEY": KEYS["AWS_SECRET_ACCESS_KEY"]}
+    examples = DeltaTable(f"s3://{BUCKET}/delta/examples",
+                          storage_options=options).to_pyarrow_table()
+    assert examples.num_rows == 5000
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    ice = SqlCatalog("overlap", uri=f"sqlite:///{catalog}",
+                     **{"s3.endpoint": storage_env["OVERLAP_S3_ENDPOINT"],
+                        "s3.region": "us-east-1",
+                        "s3.access-key-id": KEYS["AWS_ACCESS_KEY_ID"],
+                        "s3.secret-access-key": KEYS["AWS_SECRET_ACCESS_KEY"]})
+    assert ice.load_table(("evals", "aggregates")).scan().to_arrow().num_rows > 0
 
 
 @pytest.mark.parametrize("case,cause", [
