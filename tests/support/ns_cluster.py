@@ -123,6 +123,8 @@ class MotoServer:
         """Start the server and wait until it answers."""
         import urllib.request
 
+        import moto  # noqa: F401 - moto[server] brings the moto_server command
+
         self.port = free_port(self.host)
         exe = Path(sys.executable).with_name("moto_server")
         self.proc = subprocess.Popen([str(exe), "-H", self.host, "-p", str(self.port)],
