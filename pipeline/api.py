@@ -266,6 +266,7 @@ def score(
         ExecutionError: Ray or the storage failed.
 
     """
+    from pipeline.config import manifest_config
     from pipeline.engine import make_plan
     from pipeline.engine.resume import run_key
     from pipeline.engine.session import score_on_engine
@@ -273,10 +274,13 @@ def score(
     from pipeline.io.write import OutputDir, check_apart
 
     cfg = config or ScoreConfig()
+    _use_storage(cfg)
     requested = check_run_id(run_id) if run_id is not None else None
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     check_apart(output, {"predictions": predictions, "references": references})
+    _check_cluster_paths(cfg, {"--output": output, "PREDICTIONS": predictions,
+                               "--references": references})
     plan = make_plan(predictions, references, cfg)
     # An interrupted run of the same work (same inputs and settings) is resumed under its
     # run id, unless another run id is asked for.
@@ -289,7 +293,7 @@ def score(
                                  progress=progress, defer_stop=defer_engine_stop)
         signature = str(scored.execution.signature)
         manifest = write_run(out, plan=plan, predictions=predictions, references=references,
-                             config=cfg.to_dict(), run_id=run_id, signature=signature,
+                             config=manifest_config(cfg), run_id=run_id, signature=signature,
                              started=started, resumed=resumed, aggregate=scored.aggregate,
                              parts=scored.parts, engine=scored.engine, counts=scored.counts,
                              stages=scored.execution.stages,
@@ -331,6 +335,43 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def _use_storage(cfg: ScoreConfig) -> None:
+    """Put the config's ``storage:`` section into force (:func:`pipeline.io.storage.apply`).
+
+    Raises:
+        ConfigError: a bad setting (also one of the ``OVERLAP_S3_*`` variables).
+
+    """
+    from pipeline.io import storage
+
+    if cfg.storage:
+        storage.apply(storage.from_mapping(cfg.storage))
+    storage.current()  # a bad OVERLAP_S3_* variable fails here, before anything starts
+
+
+def _check_cluster_paths(cfg: ScoreConfig, paths: dict[str, str | None]) -> None:
+    """Refuse local paths for a cluster and check that this process can drive it.
+
+    :func:`pipeline.io.files.check_shared`, then
+    :func:`pipeline.engine.ray_runner.check_driver`.
+
+    Raises:
+        ConfigError: a local path with a cluster address, without ``allow_local_paths``.
+        ExecutionError: the cluster cannot be reached or driven from here (one line).
+
+    """
+    from pipeline.engine.run import choose_engine
+    from pipeline.io.files import check_shared
+
+    address = cfg.resolved_address()
+    if address and choose_engine(cfg)[0] == "ray":
+        check_shared(paths, address=address, allow_local_paths=cfg.allow_local_paths)
+        from pipeline.engine.ray_runner import check_driver, check_reachable
+
+        check_reachable(address)  # before any lock or staging is made: fail in seconds
+        check_driver(address)
+
+
 def compare(
     baseline_dir: str,
     candidate_dir: str,
@@ -352,6 +393,8 @@ def compare(
     engine: str = "auto",
     address: str | None = None,
     num_cpus: int | None = None,
+    scratch: str | None = None,
+    allow_local_paths: bool = False,
 ) -> Any:
     """Compare two runs and write ``compare.parquet`` and ``compare.json`` when asked.
 
@@ -382,6 +425,12 @@ def compare(
             local Ray instance, or the cluster at ``address``), as ``overlap score``.
         address: a Ray cluster address (None: ``RAY_ADDRESS`` if set).
         num_cpus: worker processes in-process, or CPUs of a local Ray (None: every CPU).
+        scratch: a directory every worker reads for the comparison's temporary files (the
+            exchange and the first pass's), deleted at the end. None: on a cluster, a hidden
+            directory beside ``output`` (or beside the candidate run without one), on the
+            same storage; in-process or on a local Ray, this machine's temporary directory.
+        allow_local_paths: on a cluster, accept local paths (runs, output, scratch), for a
+            single-host cluster; refused otherwise (exit 2) before anything starts.
 
     Returns:
         The :class:`pipeline.compare.RunComparison`.
@@ -397,11 +446,19 @@ def compare(
     import functools
 
     from pipeline.compare import compare_runs
-    from pipeline.engine.compare import compare_on_engine
+    from pipeline.engine.compare import compare_on_engine, scratch_base
     from pipeline.engine.run import choose_engine, make_runner
 
-    settings = ScoreConfig(engine=engine, address=address, num_cpus=num_cpus)
+    settings = ScoreConfig(engine=engine, address=address, num_cpus=num_cpus,
+                           allow_local_paths=allow_local_paths)
+    _use_storage(settings)
     where, _ = choose_engine(settings)
+    cluster = where == "ray" and settings.resolved_address() is not None
+    if cluster:  # (the default scratch is beside the output or the candidate: checked)
+        _check_cluster_paths(settings, {"BASELINE_DIR": baseline_dir,
+                                        "CANDIDATE_DIR": candidate_dir, "--history": history,
+                                        "--output": output, "--scratch": scratch})
+        scratch = scratch or scratch_base(output, candidate_dir)
     given: dict[str, Any] = {
         "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
         "top": top, "max_missing": max_missing, "adjust": adjust,
@@ -411,7 +468,8 @@ def compare(
         result = compare_runs(baseline_dir, candidate_dir, measures=measures, bands=bands,
                               allow_signature_mismatch=allow_signature_mismatch,
                               history=history, reference_run=reference_run,
-                              engine=functools.partial(compare_on_engine, runner=runner),
+                              engine=functools.partial(compare_on_engine, runner=runner,
+                                                       scratch=scratch),
                               **{k: v for k, v in given.items() if v is not None})
     finally:
         runner.close()
@@ -566,6 +624,37 @@ def _interrupted_run_id(date_dir: str, predictions: str, references: str | None,
         except (PipelineError, OSError):
             continue
     return None
+
+
+def draw_delta_plot(comparison: Any, uri: str) -> None:
+    """Draw :func:`pipeline.plots.plot_deltas` to a local path, or to a URI (object storage).
+
+    For a URI the PNG is drawn in a local temporary directory and copied to ``uri`` through
+    an atomic write (matplotlib writes local files only).
+
+    Raises:
+        InputError, OutputExistsError: as :func:`pipeline.plots.plot_deltas`.
+        ExecutionError: the storage refused the upload.
+
+    """
+    import shutil
+    import tempfile
+
+    from pipeline.io.files import locate
+    from pipeline.io.write import write_bytes
+    from pipeline.plots import plot_deltas
+
+    if locate(uri).fs.type_name == "local":
+        plot_deltas(comparison, locate(uri).path)
+        return
+    here = tempfile.mkdtemp(prefix="overlap-plot-")
+    try:
+        local = f"{here}/delta.png"
+        plot_deltas(comparison, local)
+        with open(local, "rb") as fh:
+            write_bytes(fh.read(), locate(uri))
+    finally:
+        shutil.rmtree(here, ignore_errors=True)
 
 
 def nightly(
@@ -727,18 +816,20 @@ def nightly(
         return NightlyRun(0, run_dir)
     log(f"comparing {run_dir} with {baseline}")
     try:
-        result = compare(baseline, run_dir, output=compare_dir, history=base,
-                         **(compare_options or {}))
+        options = dict(compare_options or {})
+        if config is not None:  # the config file's cluster keys, unless COMPARE_ARGS says
+            if config.scratch and not options.get("scratch"):
+                options["scratch"] = config.scratch
+            if config.allow_local_paths:
+                options.setdefault("allow_local_paths", True)
+        result = compare(baseline, run_dir, output=compare_dir, history=base, **options)
     except PipelineError as error:
         log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, {again}")
         return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, error=error)
     if plot:
         try:
-            from pipeline.plots import plot_deltas
-
-            fs, path = filesystem(compare_dir)
-            if fs.type_name == "local":
-                plot_deltas(result.comparison, f"{path}/delta.png")
+            # on object storage: drawn here, then uploaded beside compare.json
+            draw_delta_plot(result.comparison, f"{compare_dir}/delta.png")
         except Exception as error:  # noqa: BLE001 - a picture must not change the verdict
             log(f"warning: the plot was not drawn: {error}")
     if write_report:
@@ -812,13 +903,18 @@ def publish(
     run = load_run(run_dir, labels=labels, run_date=run_date)
     # Everything is checked before anything is written: the run's types for each format,
     # the catalog, and each existing table (columns, partitioning, the run id).
+    from pipeline.io.storage import deltalake_options
+
+    # the storage settings, for deltalake (object storage only)
+    storage_options = (deltalake_options() or None) if delta and "://" in delta \
+        and not delta.startswith("file://") else None
     formats = {fmt: run.for_format(fmt) for fmt, target in (("delta", delta),
                                                              ("iceberg", iceberg)) if target}
     catalog = None
     if delta is not None:
         from pipeline.warehouse.delta import check_delta
 
-        check_delta(formats["delta"], delta)
+        check_delta(formats["delta"], delta, storage_options=storage_options)
     if iceberg is not None:
         from pipeline.warehouse.iceberg import check_iceberg, load_catalog
 
@@ -828,7 +924,7 @@ def publish(
     if delta is not None:
         from pipeline.warehouse.delta import publish_delta
 
-        published += publish_delta(formats["delta"], delta)
+        published += publish_delta(formats["delta"], delta, storage_options=storage_options)
     if iceberg is not None:
         from pipeline.warehouse.iceberg import publish_iceberg
 

@@ -7,16 +7,51 @@ Only the result goes to stdout; notes, progress and errors go to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
 import click
 
 from pipeline import __version__
+
+
+@contextlib.contextmanager
+def results_only_stdout() -> Iterator[None]:
+    """Send everything written to stdout meanwhile to stderr, Python's and the C level's.
+
+    The result a script parses is printed after the block. Ray writes to the process's
+    stdout from its own threads and C++ code (a task's failure with its traceback, a
+    raylet's death dump): Python's ``sys.stdout`` and file descriptor 1 both point to stderr
+    inside the block, and are restored after it.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no file descriptors (an embedding host): Python's level only
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM

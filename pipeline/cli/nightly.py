@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, results_only_stdout
 from pipeline.cli.compare import compare_command, format_table, parse_bands, safe
 from pipeline.cli.publish import publish_command
 from pipeline.cli.score import one_line, score_command
@@ -223,9 +223,11 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     except PipelineError as err:
         click.echo(f"nightly: {safe(one_line(err))}", err=True)
         ctx.exit(err.exit_code)
-    result = api.nightly(root, predictions, references, run_date=run_date, run_id=run_id,
-                         config=config, baseline=baseline, compare_options=compare_options,
-                         publish_options=publish_options, write_report=write_report, log=log)
+    with results_only_stdout():  # Ray's messages never mix with the result
+        result = api.nightly(root, predictions, references, run_date=run_date, run_id=run_id,
+                             config=config, baseline=baseline, compare_options=compare_options,
+                             publish_options=publish_options, write_report=write_report,
+                             log=log)
     if result.error is not None and result.run_dir == "":
         click.echo(f"nightly: {safe(one_line(result.error))}", err=True)
     if result.comparison is not None:

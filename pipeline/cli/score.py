@@ -8,7 +8,6 @@ error's code (2 bad usage or input, 3 output exists, 4 execution failure).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, results_only_stdout
 from pipeline.config import ENGINES, ON_EMPTY_REFERENCES, ON_LONG_TEXT, ON_MISSING
 from pipeline.errors import PipelineError, did_you_mean
 from pipeline.metrics.base import Option
@@ -180,6 +179,9 @@ docs/metrics.md (every metric and option)."""
                    "local (in-process).  [default: auto]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
                                 "local Ray sized to this machine.")
+@click.option("--allow-local-paths", is_flag=True, default=None,
+              help="With --address, accept local paths (inputs, --output): only for a "
+                   "single-host cluster or a disk mounted at one path on every node.")
 @click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
                                "random suffix]")
 @click.option("--overwrite", is_flag=True, help="Replace a complete existing output.")
@@ -214,7 +216,7 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
                 click.echo(line, err=True)
         # Only the result goes to stdout: whatever prints during the run (Ray reports a
         # task's retry, with its traceback, on stdout) goes to stderr.
-        with contextlib.redirect_stdout(sys.stderr):
+        with results_only_stdout():
             run = score(predictions, references=references, output=output, config=config,
                         run_id=run_id, overwrite=overwrite, defer_engine_stop=True,
                         progress=progress.update if progress else None)

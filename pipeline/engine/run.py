@@ -128,6 +128,8 @@ def _present(output: OutputDir) -> set[str]:
 def _drop_exchange(output: OutputDir) -> None:
     """Delete the exchange files (every partition is scored; best effort)."""
     loc = output.control(EXCHANGE_DIR)
+    if not output.holds_lock():  # fenced: the exchange may be another run's now
+        return
     try:
         if loc.fs.get_file_info(loc.path).type != pafs.FileType.NotFound:
             loc.fs.delete_dir(loc.path)
@@ -347,6 +349,12 @@ def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
     address = config.resolved_address()
     runtime_env = None
     if address:
+        from pipeline.io.storage import worker_env
+
         runtime_env = (package_runtime_env(config.runtime_env) if config.ship_code
-                       else config.runtime_env)
+                       else dict(config.runtime_env or {})) or None
+        storage_env = worker_env()  # the workers see the storage as the driver does
+        if storage_env:
+            runtime_env = dict(runtime_env or {})
+            runtime_env["env_vars"] = {**storage_env, **dict(runtime_env.get("env_vars") or {})}
     return RayRunner(address=address, num_cpus=config.num_cpus, runtime_env=runtime_env)
