@@ -346,7 +346,7 @@ def compare(
     allow_signature_mismatch: bool = False,
     max_missing: float | None = None,
     adjust: str | None = None,
-    history: str | None = None,
+    history: str | Any | None = None,
     history_window: int | None = None,
     reference_run: str | None = None,
     engine: str = "auto",
@@ -374,7 +374,8 @@ def compare(
         allow_signature_mismatch: compare runs scored differently.
         max_missing: tolerated fraction of a group's baseline examples missing.
         adjust: ``holm``, ``bh`` or ``none``.
-        history: a nightly ROOT to learn bands and chart drift from.
+        history: a nightly ROOT to learn bands and chart drift from, or a
+            :class:`pipeline.compare.history.History` already read.
         history_window: nights of history used.
         reference_run: a run pinning the drift chart's reference level.
         engine: ``auto`` (a Ray cluster when an address is set or Ray is initialized in this
@@ -462,6 +463,46 @@ def _staging_left(run_dir: str) -> bool:
     return any(e.base_name.startswith(f".{name}.overlap-staging") for e in entries)
 
 
+def _day_before(run_date: str) -> str:
+    """``YYYY-MM-DD`` of the day before ``run_date`` (a valid ``YYYY-MM-DD``)."""
+    from datetime import date, timedelta
+
+    return (date.fromisoformat(run_date) - timedelta(days=1)).isoformat()
+
+
+def _earlier_nights(root: str, run_dir: str, *, run_date: str, window: int | None) -> Any:
+    """The history of a night: the nights of ROOT before ``run_date``, never tonight's.
+
+    :func:`pipeline.compare.history.read_history` keeps the newest run of every date on or
+    before the candidate's; a retried night (a second run of tonight's date) would learn
+    its bands and drift from its own first attempt. Tonight's date is left out here.
+
+    Args:
+        root: the nightly ROOT.
+        run_dir: tonight's complete run.
+        run_date: tonight's ``YYYY-MM-DD``.
+        window: nights of history (None: the compare default).
+
+    Returns:
+        A :class:`pipeline.compare.history.History` of at most ``window`` earlier dates.
+
+    Raises:
+        InputError: tonight's run or ROOT cannot be read.
+        ConfigError: ``window`` < 1.
+
+    """
+    from pipeline.compare.bands import DEFAULT_HISTORY_WINDOW
+    from pipeline.compare.history import History, read_history
+    from pipeline.io.runs import open_run
+
+    window = DEFAULT_HISTORY_WINDOW if window is None else window
+    if window < 1:
+        raise ConfigError(f"history_window must be >= 1, got {window}")
+    past = read_history(root, candidate=open_run(run_dir), window=window + 1)
+    nights = tuple(n for n in past.nights if n.run_date < run_date)[-window:]
+    return History(past.source, nights, window, past.notes)
+
+
 def nightly(
     root: str,
     predictions: str,
@@ -483,12 +524,15 @@ def nightly(
        same date and id is reused; an interrupted one resumes).
     2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
        stops the night.
-    3. The baseline: ``baseline``, else the newest complete run under ROOT dated on or before
-       tonight, other than tonight's, with a measure in common with tonight's (newer runs
+    3. The baseline: ``baseline``, else the newest complete run under ROOT dated before
+       tonight (a date is one night: other runs of tonight's date are attempts of this
+       night, a retry with or without ``run_id``), with a measure in common with tonight's
+       (newer runs
        without one are passed over, in one log line;
        :func:`pipeline.compare.history.comparable_baseline`). No run at all: the night ends
        with 0; runs but none comparable: exit 2 naming the newest and ``--baseline``.
-    4. Compare (:func:`compare` with ``history=ROOT``) into
+    4. Compare (:func:`compare` with the history of ROOT's earlier dates, never tonight's
+       other attempts) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
        and ``delta.png`` unless ``plot`` is False; a plot that fails is only logged).
     5. With ``write_report``, write ``report.html`` there (:func:`report`, reading that
@@ -569,8 +613,10 @@ def nightly(
                 "complete")
             return NightlyRun(error.exit_code, run_dir, error=error)
     if baseline is None:
+        # One night per date: other runs of tonight's date are attempts of this night (a
+        # retry, with or without RUN_ID), never its baseline: the previous night is.
         found, skipped = comparable_baseline(
-            base, run_date=run_date, candidate=run_dir,
+            base, run_date=_day_before(run_date), candidate=run_dir,
             measures=(compare_options or {}).get("measures"))
         baseline = None if found is None else found.path
         if skipped and found is not None:
@@ -590,8 +636,10 @@ def nightly(
         return NightlyRun(0, run_dir)
     log(f"comparing {run_dir} with {baseline}")
     try:
-        result = compare(baseline, run_dir, output=compare_dir, history=base,
-                         **(compare_options or {}))
+        options = dict(compare_options or {})
+        history = _earlier_nights(base, run_dir, run_date=run_date,
+                                  window=options.pop("history_window", None))
+        result = compare(baseline, run_dir, output=compare_dir, history=history, **options)
     except PipelineError as error:
         log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, {again}")
         return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, error=error)
