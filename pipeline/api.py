@@ -523,7 +523,8 @@ def nightly(
     1. Score ``predictions`` into ``ROOT/run_date=DATE/run_id=ID`` (a finished run of the
        same date and id is reused; an interrupted one resumes).
     2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
-       stops the night.
+       stops the night. After step 4, the comparison is published too (table
+       ``comparisons``); a failure returns its exit code (the verdict is logged).
     3. The baseline: ``baseline``, else the newest complete run under ROOT dated before
        tonight (a date is one night: other runs of tonight's date are attempts of this
        night, a retry with or without ``run_id``), with a measure in common with tonight's
@@ -659,6 +660,15 @@ def nightly(
         except PipelineError as error:
             log(f"overlap report failed: {error}; the comparison stands")
     code = 1 if result.alarm else 0
+    if publish_options is not None:
+        log(f"publishing {compare_dir}")
+        try:
+            publish(compare_dir, run_date=run_date, **publish_options)
+        except PipelineError as error:
+            log(f"overlap publish of the comparison failed (exit {error.exit_code}): {error}; "
+                f"the comparison says {'ALARM' if code else 'no alarm'}; to complete, {again}")
+            return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, result,
+                              error=error)
     log("ALARM: read " + f"{compare_dir}/compare.json and the examples that moved" if code
         else "no alarm")
     return NightlyRun(code, run_dir, compare_dir, baseline, result)
@@ -676,6 +686,11 @@ def publish(
 ) -> list[Any]:
     """Append a complete run to Delta Lake and/or Iceberg tables ``examples`` and ``aggregates``.
 
+    A comparison output (``compare.json`` and ``compare.parquet``: ``overlap compare
+    --output``, a nightly's ``ROOT/compare/run_date=D/run_id=ID``) is appended to the table
+    ``comparisons`` instead (:mod:`pipeline.warehouse.comparisons`), idempotent per
+    comparison.
+
     Composition of :func:`pipeline.warehouse.common.load_run` and the format modules
     :mod:`pipeline.warehouse.delta` and :mod:`pipeline.warehouse.iceberg`; see there for
     the columns, partitioning, idempotency and schema evolution. Everything is checked
@@ -686,7 +701,8 @@ def publish(
     before writing).
 
     Args:
-        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), path or URI.
+        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), or a comparison
+            output, path or URI.
         delta: the directory or URI holding the Delta tables (``ROOT/examples``,
             ``ROOT/aggregates``); None: no Delta.
         iceberg: an Iceberg catalog URI or configured name (see
@@ -694,7 +710,8 @@ def publish(
         namespace: the Iceberg namespace (required with ``iceberg``).
         warehouse: the Iceberg warehouse location (SQL catalogs).
         labels: ``KEY=VALUE`` strings, one string column each (e.g. ``model=m7``).
-        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC.
+        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC (a
+            comparison's: its ``run_date=`` directory, else its candidate's date).
 
     Returns:
         A list of :class:`pipeline.warehouse.common.PublishedTable`, one per table written or
@@ -712,6 +729,7 @@ def publish(
 
     """
     from pipeline.warehouse.common import load_run
+    from pipeline.warehouse.comparisons import is_comparison, load_comparison
 
     if delta is None and iceberg is None:
         raise ConfigError("nothing to publish to: give --delta ROOT and/or --iceberg "
@@ -720,7 +738,10 @@ def publish(
         from pipeline.warehouse.iceberg import parse_namespace
 
         parse_namespace(namespace)
-    run = load_run(run_dir, labels=labels, run_date=run_date)
+    if is_comparison(run_dir):
+        run = load_comparison(run_dir, labels=labels, run_date=run_date)
+    else:
+        run = load_run(run_dir, labels=labels, run_date=run_date)
     # Everything is checked before anything is written: the run's types for each format,
     # the catalog, and each existing table (columns, partitioning, the run id).
     formats = {fmt: run.for_format(fmt) for fmt, target in (("delta", delta),
