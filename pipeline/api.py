@@ -845,7 +845,8 @@ def explain(
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
            comparison: str | None = None,
-           compare_options: dict[str, Any] | None = None) -> str:
+           compare_options: dict[str, Any] | None = None,
+           trend_groups: str = "alarmed") -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -865,12 +866,14 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
             and its settings used for the rest (the two never disagree).
         compare_options: without ``comparison``, options of :func:`compare` (``measures``,
             ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
+        trend_groups: with a history, the groups whose nightly trend is drawn beside the
+            overall one: ``alarmed`` (those that alarmed tonight) or ``all``.
 
     Returns:
         The output path as given.
 
     Raises:
-        ConfigError: ``top`` < 0.
+        ConfigError: ``top`` < 0, an unknown ``trend_groups``.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
         OutputExistsError: the output is a directory, a symlink, or a file that is not a
@@ -887,6 +890,6 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
                         compare_options={k: v for k, v in (compare_options or {}).items()
-                                         if v is not None})
+                                         if v is not None}, trend_groups=trend_groups)
     write_report_file(text, locate(output), output=output)
     return output
