@@ -391,8 +391,8 @@ def _texts_from_parquet(fs: pafs.FileSystem, paths: Sequence[str], *, id_column:
     holding a wanted id is read again with the text, in batches of
     :data:`LOOKUP_BATCH_ROWS` rows, keeping the matching rows. Memory is about one row
     group's id column and one batch of texts, not a row group of texts (measured:
-    scripts/bench_compare_texts.py, docs/compare.md "Where it runs"). Rows come in file then row order, so the first of duplicate keys wins,
-    as in :func:`_texts_from`.
+    scripts/bench_compare_texts.py, docs/compare.md "Where it runs"). Rows come in file
+    then row order, so the first of duplicate keys wins, as in :func:`_texts_from`.
 
     Args:
         fs: the files' filesystem.
