@@ -387,7 +387,7 @@ def compare(
     allow_signature_mismatch: bool = False,
     max_missing: float | None = None,
     adjust: str | None = None,
-    history: str | None = None,
+    history: str | Any | None = None,
     history_window: int | None = None,
     reference_run: str | None = None,
     engine: str = "auto",
@@ -417,7 +417,8 @@ def compare(
         allow_signature_mismatch: compare runs scored differently.
         max_missing: tolerated fraction of a group's baseline examples missing.
         adjust: ``holm``, ``bh`` or ``none``.
-        history: a nightly ROOT to learn bands and chart drift from.
+        history: a nightly ROOT to learn bands and chart drift from, or a
+            :class:`pipeline.compare.history.History` already read.
         history_window: nights of history used.
         reference_run: a run pinning the drift chart's reference level.
         engine: ``auto`` (a Ray cluster when an address is set or Ray is initialized in this
@@ -657,6 +658,46 @@ def draw_delta_plot(comparison: Any, uri: str) -> None:
         shutil.rmtree(here, ignore_errors=True)
 
 
+def _day_before(run_date: str) -> str:
+    """``YYYY-MM-DD`` of the day before ``run_date`` (a valid ``YYYY-MM-DD``)."""
+    from datetime import date, timedelta
+
+    return (date.fromisoformat(run_date) - timedelta(days=1)).isoformat()
+
+
+def _earlier_nights(root: str, run_dir: str, *, run_date: str, window: int | None) -> Any:
+    """The history of a night: the nights of ROOT before ``run_date``, never tonight's.
+
+    :func:`pipeline.compare.history.read_history` keeps the newest run of every date on or
+    before the candidate's; a retried night (a second run of tonight's date) would learn
+    its bands and drift from its own first attempt. Tonight's date is left out here.
+
+    Args:
+        root: the nightly ROOT.
+        run_dir: tonight's complete run.
+        run_date: tonight's ``YYYY-MM-DD``.
+        window: nights of history (None: the compare default).
+
+    Returns:
+        A :class:`pipeline.compare.history.History` of at most ``window`` earlier dates.
+
+    Raises:
+        InputError: tonight's run or ROOT cannot be read.
+        ConfigError: ``window`` < 1.
+
+    """
+    from pipeline.compare.bands import DEFAULT_HISTORY_WINDOW
+    from pipeline.compare.history import History, read_history
+    from pipeline.io.runs import open_run
+
+    window = DEFAULT_HISTORY_WINDOW if window is None else window
+    if window < 1:
+        raise ConfigError(f"history_window must be >= 1, got {window}")
+    past = read_history(root, candidate=open_run(run_dir), window=window + 1)
+    nights = tuple(n for n in past.nights if n.run_date < run_date)[-window:]
+    return History(past.source, nights, window, past.notes)
+
+
 def nightly(
     root: str,
     predictions: str,
@@ -684,13 +725,17 @@ def nightly(
        (:data:`NIGHTLY_SCORE_DEFAULTS`, unless ``config`` says otherwise), so compare's
        ``missing`` alarm reports them.
     2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
-       stops the night.
-    3. The baseline: ``baseline``, else the newest complete run under ROOT dated on or before
-       tonight, other than tonight's, with a measure in common with tonight's (newer runs
+       stops the night. After step 4, the comparison is published too (table
+       ``comparisons``); a failure returns its exit code (the verdict is logged).
+    3. The baseline: ``baseline``, else the newest complete run under ROOT dated before
+       tonight (a date is one night: other runs of tonight's date are attempts of this
+       night, a retry with or without ``run_id``), with a measure in common with tonight's
+       (newer runs
        without one are passed over, in one log line;
        :func:`pipeline.compare.history.comparable_baseline`). No run at all: the night ends
        with 0; runs but none comparable: exit 2 naming the newest and ``--baseline``.
-    4. Compare (:func:`compare` with ``history=ROOT``) into
+    4. Compare (:func:`compare` with the history of ROOT's earlier dates, never tonight's
+       other attempts) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
        and ``delta.png`` unless ``plot`` is False; a plot that fails is only logged).
     5. With ``write_report``, write ``report.html`` there (:func:`report`, reading that
@@ -795,8 +840,10 @@ def nightly(
                 "complete")
             return NightlyRun(error.exit_code, run_dir, error=error)
     if baseline is None:
+        # One night per date: other runs of tonight's date are attempts of this night (a
+        # retry, with or without RUN_ID), never its baseline: the previous night is.
         found, skipped = comparable_baseline(
-            base, run_date=run_date, candidate=run_dir,
+            base, run_date=_day_before(run_date), candidate=run_dir,
             measures=(compare_options or {}).get("measures"))
         baseline = None if found is None else found.path
         if skipped and found is not None:
@@ -822,7 +869,9 @@ def nightly(
                 options["scratch"] = config.scratch
             if config.allow_local_paths:
                 options.setdefault("allow_local_paths", True)
-        result = compare(baseline, run_dir, output=compare_dir, history=base, **options)
+        history = _earlier_nights(base, run_dir, run_date=run_date,
+                                  window=options.pop("history_window", None))
+        result = compare(baseline, run_dir, output=compare_dir, history=history, **options)
     except PipelineError as error:
         log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, {again}")
         return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, error=error)
@@ -839,6 +888,15 @@ def nightly(
         except PipelineError as error:
             log(f"overlap report failed: {error}; the comparison stands")
     code = 1 if result.alarm else 0
+    if publish_options is not None:
+        log(f"publishing {compare_dir}")
+        try:
+            publish(compare_dir, run_date=run_date, **publish_options)
+        except PipelineError as error:
+            log(f"overlap publish of the comparison failed (exit {error.exit_code}): {error}; "
+                f"the comparison says {'ALARM' if code else 'no alarm'}; to complete, {again}")
+            return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, result,
+                              error=error)
     log("ALARM: read " + f"{compare_dir}/compare.json and the examples that moved" if code
         else "no alarm")
     return NightlyRun(code, run_dir, compare_dir, baseline, result)
@@ -856,6 +914,11 @@ def publish(
 ) -> list[Any]:
     """Append a complete run to Delta Lake and/or Iceberg tables ``examples`` and ``aggregates``.
 
+    A comparison output (``compare.json`` and ``compare.parquet``: ``overlap compare
+    --output``, a nightly's ``ROOT/compare/run_date=D/run_id=ID``) is appended to the table
+    ``comparisons`` instead (:mod:`pipeline.warehouse.comparisons`), idempotent per
+    comparison.
+
     Composition of :func:`pipeline.warehouse.common.load_run` and the format modules
     :mod:`pipeline.warehouse.delta` and :mod:`pipeline.warehouse.iceberg`; see there for
     the columns, partitioning, idempotency and schema evolution. Everything is checked
@@ -866,7 +929,8 @@ def publish(
     before writing).
 
     Args:
-        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), path or URI.
+        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), or a comparison
+            output, path or URI.
         delta: the directory or URI holding the Delta tables (``ROOT/examples``,
             ``ROOT/aggregates``); None: no Delta.
         iceberg: an Iceberg catalog URI or configured name (see
@@ -874,7 +938,8 @@ def publish(
         namespace: the Iceberg namespace (required with ``iceberg``).
         warehouse: the Iceberg warehouse location (SQL catalogs).
         labels: ``KEY=VALUE`` strings, one string column each (e.g. ``model=m7``).
-        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC.
+        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC (a
+            comparison's: its ``run_date=`` directory, else its candidate's date).
 
     Returns:
         A list of :class:`pipeline.warehouse.common.PublishedTable`, one per table written or
@@ -892,6 +957,7 @@ def publish(
 
     """
     from pipeline.warehouse.common import load_run
+    from pipeline.warehouse.comparisons import is_comparison, load_comparison
 
     if delta is None and iceberg is None:
         raise ConfigError("nothing to publish to: give --delta ROOT and/or --iceberg "
@@ -900,7 +966,10 @@ def publish(
         from pipeline.warehouse.iceberg import parse_namespace
 
         parse_namespace(namespace)
-    run = load_run(run_dir, labels=labels, run_date=run_date)
+    if is_comparison(run_dir):
+        run = load_comparison(run_dir, labels=labels, run_date=run_date)
+    else:
+        run = load_run(run_dir, labels=labels, run_date=run_date)
     # Everything is checked before anything is written: the run's types for each format,
     # the catalog, and each existing table (columns, partitioning, the run id).
     from pipeline.io.storage import deltalake_options
@@ -1009,7 +1078,8 @@ def explain(
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
            comparison: str | None = None,
-           compare_options: dict[str, Any] | None = None) -> str:
+           compare_options: dict[str, Any] | None = None,
+           trend_groups: str = "alarmed") -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -1029,12 +1099,14 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
             and its settings used for the rest (the two never disagree).
         compare_options: without ``comparison``, options of :func:`compare` (``measures``,
             ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
+        trend_groups: with a history, the groups whose nightly trend is drawn beside the
+            overall one: ``alarmed`` (those that alarmed tonight) or ``all``.
 
     Returns:
         The output path as given.
 
     Raises:
-        ConfigError: ``top`` < 0.
+        ConfigError: ``top`` < 0, an unknown ``trend_groups``.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
         OutputExistsError: the output is a directory, a symlink, or a file that is not a
@@ -1051,6 +1123,6 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
                         compare_options={k: v for k, v in (compare_options or {}).items()
-                                         if v is not None})
+                                         if v is not None}, trend_groups=trend_groups)
     write_report_file(text, locate(output), output=output)
     return output

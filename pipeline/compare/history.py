@@ -624,7 +624,7 @@ def read_history_table(*, delta: str | None = None, iceberg: str | None = None,
     return History(where, tuple(nights), window, tuple(notes))
 
 
-def night_alarms(history: History) -> tuple[dict[tuple[str, str], dict[str, list[str]]],
+def night_alarms(history: History) -> tuple[dict[tuple[str, str], list[dict[str, Any]]],
                                             list[str]]:
     """The alarms of the history's nights, from their ``compare.json`` under ROOT/compare.
 
@@ -639,8 +639,9 @@ def night_alarms(history: History) -> tuple[dict[tuple[str, str], dict[str, list
         history: the nights (their ``run_date``, ``path`` and the history's ``source``).
 
     Returns:
-        ``({(run_date, run_id): {"METRIC.MEASURE": [kind, ...]}}, notes)``; only the overall
-        (``all``) alarms are kept.
+        ``({(run_date, run_id): [alarm, ...]}, notes)``, each alarm a dict with ``group``
+        (``all`` for the overall rows), ``metric``, ``measure`` and ``kind``; a ``missing``
+        alarm is listed once per compared measure.
 
     """
     import json
@@ -648,7 +649,7 @@ def night_alarms(history: History) -> tuple[dict[tuple[str, str], dict[str, list
     from pipeline.compare.alarms import ALARM_KINDS
     from pipeline.io.runs import filesystem
 
-    out: dict[tuple[str, str], dict[str, list[str]]] = {}
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     notes: list[str] = []
     for n in history.nights:
         run_dir = posixpath.basename(n.path.rstrip("/"))
@@ -671,8 +672,8 @@ def night_alarms(history: History) -> tuple[dict[tuple[str, str], dict[str, list
     return out, notes
 
 
-def _marks(doc: Any, kinds: Sequence[str]) -> dict[str, list[str]]:
-    """The overall alarms of one ``compare.json`` by measure (see :func:`night_alarms`).
+def _marks(doc: Any, kinds: Sequence[str]) -> list[dict[str, Any]]:
+    """The alarms of one ``compare.json``, checked (see :func:`night_alarms`).
 
     Raises:
         ValueError: a field used is missing or of another type.
@@ -683,7 +684,7 @@ def _marks(doc: Any, kinds: Sequence[str]) -> dict[str, list[str]]:
     alarms = doc.get("alarms", [])
     if not isinstance(alarms, list):
         raise ValueError(f"alarms is {type(alarms).__name__}, not a list")
-    marks: dict[str, list[str]] = {}
+    marks: list[dict[str, Any]] = []
     for a in alarms:
         if not isinstance(a, dict):
             raise ValueError(f"an alarm is {type(a).__name__}, not an object")
@@ -693,18 +694,18 @@ def _marks(doc: Any, kinds: Sequence[str]) -> dict[str, list[str]]:
         for key in ("group", "metric", "measure"):
             if a.get(key) is not None and not isinstance(a.get(key), str):
                 raise ValueError(f"an alarm's {key} is {type(a.get(key)).__name__}, not text")
-        if a.get("group") not in ("all", None):
-            continue
+        group = a.get("group") or "all"
         if kind == "missing":
             settings = doc.get("settings")
             measures = settings.get("measures") if isinstance(settings, dict) else None
             if not isinstance(measures, list) or not all(isinstance(m, str)
                                                          for m in measures):
                 raise ValueError("settings.measures is not a list of measure names")
-            for m in measures:
-                marks.setdefault(m, []).append("missing")
+            named = [tuple(m.split(".", 1)) for m in measures if "." in m]
         else:
-            marks.setdefault(f"{a.get('metric')}.{a.get('measure')}", []).append(kind)
+            named = [(a.get("metric"), a.get("measure"))]
+        marks += [{"group": group, "metric": metric, "measure": measure, "kind": kind}
+                  for metric, measure in named]
     return marks
 
 

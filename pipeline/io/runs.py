@@ -464,6 +464,103 @@ def _texts_from(dataset: pads.Dataset, *, id_column: str, text_column: str,
     return [None if pd.isna(t) else str(t) for t in merged[text_column]]
 
 
+# Rows decoded at a time when scanning a row group for wanted ids: the text lookup's peak
+# is about this many texts (plus one row group's id column), whatever the row-group size.
+LOOKUP_BATCH_ROWS = 16_384
+
+
+def _texts_from_parquet(fs: pafs.FileSystem, paths: Sequence[str], *, id_column: str,
+                        text_column: str, key_columns: Sequence[str],
+                        keys: pd.DataFrame) -> list[str | None]:
+    """:func:`_texts_from` over Parquet files, reading only the row groups holding the ids.
+
+    Per file and row group: the row group is skipped when its ``id`` statistics (min/max)
+    rule out every wanted id; else its id column alone is read and tested; only a row group
+    holding a wanted id is read again with the text, in batches of
+    :data:`LOOKUP_BATCH_ROWS` rows, keeping the matching rows. Memory is about one row
+    group's id column and one batch of texts, not a row group of texts (measured:
+    scripts/bench_compare_texts.py, docs/compare.md "Where it runs"). Rows come in file
+    then row order, so the first of duplicate keys wins, as in :func:`_texts_from`.
+
+    Args:
+        fs: the files' filesystem.
+        paths: Parquet files on ``fs``, in order.
+        id_column: the id column.
+        text_column: the text column.
+        key_columns: the key columns of ``keys`` (id first).
+        keys: the wanted examples, one row each.
+
+    Returns:
+        The texts aligned with ``keys`` rows (None where not found).
+
+    Raises:
+        KeyError: the first file has no id or text column; several predictions per id.
+        OSError, pyarrow.ArrowException: a file cannot be read.
+
+    """
+    import pyarrow.compute as pc
+
+    wanted = pa.array(keys[id_column].tolist())
+    pieces: list[pa.Table] = []
+    match_on: list[str] | None = None
+    for path in paths:
+        with fs.open_input_file(path) as fh:
+            pf = pq.ParquetFile(fh, pre_buffer=False, buffer_size=1 << 20)
+            names = pf.schema_arrow.names
+            if match_on is None:
+                if id_column not in names or text_column not in names:
+                    raise KeyError(f"no {id_column!r} or {text_column!r} column")
+                match_on = [c for c in key_columns if c in names]
+            if id_column not in names or text_column not in names:
+                continue
+            id_type = pf.schema_arrow.field(id_column).type
+            try:
+                ids = wanted.cast(id_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+            leaf = [i for i in range(pf.metadata.num_columns)
+                    if pf.metadata.schema.column(i).path == id_column]
+            for g in range(pf.num_row_groups):
+                if leaf and not _may_hold(pf.metadata.row_group(g).column(leaf[0]), ids):
+                    continue
+                held = pf.read_row_group(g, columns=[id_column]).column(0)
+                if not pc.any(pc.is_in(held, value_set=ids)).as_py():
+                    continue
+                del held
+                columns = [*match_on, text_column] if text_column not in match_on \
+                    else list(match_on)
+                for batch in pf.iter_batches(batch_size=LOOKUP_BATCH_ROWS, row_groups=[g],
+                                             columns=columns):
+                    hit = pc.is_in(batch.column(batch.schema.get_field_index(id_column)),
+                                   value_set=ids)
+                    if pc.any(hit).as_py():
+                        pieces.append(pa.Table.from_batches([batch.filter(hit)]))
+    if match_on is None:
+        raise KeyError("no file to read")
+    columns = [*match_on, text_column]
+    if pieces:
+        found = pa.concat_tables(pieces, promote_options="permissive").select(columns) \
+            .to_pandas().drop_duplicates(match_on)
+    else:
+        found = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+    if found.duplicated([id_column]).any() and len(match_on) == 1:
+        raise KeyError("several predictions per id")
+    merged = keys[match_on].merge(found, on=match_on, how="left")
+    return [None if pd.isna(t) else str(t) for t in merged[text_column]]
+
+
+def _may_hold(column: Any, ids: pa.Array) -> bool:
+    """Tell whether a row group's column chunk may hold one of ``ids`` (its min/max say)."""
+    stats = column.statistics
+    if stats is None or not stats.has_min_max:
+        return True
+    try:
+        low, high = stats.min, stats.max
+        return any(v is not None and low <= v <= high for v in ids.to_pylist())
+    except TypeError:
+        return True
+
+
 def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None], str | None]:
     """Read the prediction texts of some examples, best effort (to read what moved).
 
@@ -483,9 +580,9 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
         return [], None
     key_columns = list(keys.columns)
     if run.has_text:
-        dataset = pads.dataset(list(run.files), format="parquet", filesystem=run.fs)
-        texts = _texts_from(dataset, id_column=run.id_column, text_column=TEXT_COLUMN,
-                            key_columns=key_columns, keys=keys)
+        texts = _texts_from_parquet(run.fs, list(run.files), id_column=run.id_column,
+                                    text_column=TEXT_COLUMN, key_columns=key_columns,
+                                    keys=keys)
         return texts, None
     files = input_files(run.manifest, "predictions")
     if not files:
@@ -503,9 +600,16 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
                 return [None] * len(keys), (f"no prediction texts: the run did not keep them "
                                             f"and its input {path} {now} (changed since the "
                                             f"run; score with --keep-text)")
-        dataset = input_dataset(fs, inner, what="predictions")
-        texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
-                            key_columns=key_columns, keys=keys)
+        from pipeline.io.read import input_format
+
+        if all(input_format(p) == "parquet" for p in inner):
+            texts = _texts_from_parquet(fs, inner, id_column=run.id_column,
+                                        text_column=text_column, key_columns=key_columns,
+                                        keys=keys)
+        else:
+            dataset = input_dataset(fs, inner, what="predictions")
+            texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
+                                key_columns=key_columns, keys=keys)
     except Exception as err:  # noqa: BLE001 - texts are a convenience; say why and go on
         return [None] * len(keys), (f"no prediction texts: the run did not keep them and its "
                                     f"inputs are not readable ({type(err).__name__}: {err})")

@@ -285,7 +285,10 @@ def test_earlier_alarms_are_still_marked(tmp_path):
                                         str(root / "run_date=2025-01-02" / "run_id=n2"),
                                         pd.DataFrame()),), 14)
     marks, notes = night_alarms(history)
-    assert marks == {("2025-01-02", "n2"): {"rouge1.fmeasure": ["missing", "change"]}}
+    assert marks == {("2025-01-02", "n2"): [
+        {"group": "all", "metric": "rouge1", "measure": "fmeasure", "kind": "missing"},
+        {"group": "all", "metric": "rouge1", "measure": "fmeasure", "kind": "change"},
+        {"group": "s=a", "metric": "rouge1", "measure": "fmeasure", "kind": "drift"}]}
     assert notes == []
 
 
