@@ -345,6 +345,26 @@ def _rules(doc: dict[str, Any]) -> None:
         elif (a["group"], a["metric"], a["measure"]) not in keys:
             raise _Bad(f"alarms[{i}]", f"an alarm of a row (no row is {a['group']} "
                                        f"{a['metric']}.{a['measure']})")
+    flagged = {("missing", r["group"], None, None) for r in rows if r["missing"]}
+    flagged |= {("change" if r["alarm"] else "drift", r["group"], r["metric"], r["measure"])
+                for r in rows if r["alarm"] or r["drift"]}
+    listed = set()
+    for i, a in enumerate(doc["alarms"]):
+        key = (a["kind"], a["group"], *((None, None) if a["kind"] == "missing"
+                                        else (a["metric"], a["measure"])))
+        if key not in flagged:
+            raise _Bad(f"alarms[{i}]", f"an alarm its row is flagged with (the row of "
+                                       f"{a['group']} has no {a['kind']} flag)")
+        listed.add(key)
+    for i, r in enumerate(rows):
+        for kind, flag in (("missing", r["missing"]), ("change", r["alarm"]),
+                           ("drift", r["drift"] and not r["alarm"])):
+            key = (kind, r["group"], *((None, None) if kind == "missing"
+                                       else (r["metric"], r["measure"])))
+            if flag and key not in listed:
+                raise _Bad("alarms", f"a list of every flagged row (rows[{i}], "
+                                     f"{r['group']} {r['metric']}.{r['measure']}, is flagged "
+                                     f"{kind} and not listed)")
     if doc["alarm"] != bool(doc["alarms"]):
         raise _Bad("alarm", f"{str(bool(doc['alarms'])).lower()}, as the alarms list says "
                             f"({len(doc['alarms'])} alarms)", doc["alarm"])

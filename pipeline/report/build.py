@@ -302,7 +302,8 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
     for r in picked:
         flags = ((["ALARM"] if r["alarm"] else []) + (["MISSING"] if r.get("missing") else [])
                  + (["DRIFT"] if r.get("drift") else []))
-        rows.append([r["group"], f"{r['metric']}.{r['measure']}", r["n_paired"],
+        group = esc(r["group"]).replace("=", "=<wbr>").replace(",", ",<wbr>")
+        rows.append([("html", group), f"{r['metric']}.{r['measure']}", r["n_paired"],
                      num(r["baseline_mean"]), num(r["candidate_mean"]),
                      num(r["delta"], "+.4f"),
                      f"[{num(r['ci_low'], '+.4f')}, {num(r['ci_high'], '+.4f')}]",

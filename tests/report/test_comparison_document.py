@@ -119,6 +119,8 @@ EDITS = [
     ("an alarm of no row", _alarm_of_no_row, "alarms[1]"),
     ("alarm true without alarms", _alarm_without_alarms, "alarm"),
     ("no overall rows", _no_overall_rows, "rows"),
+    ("a flagged row not listed", _set("rows.1.alarm", True), "alarms"),
+    ("a listed alarm of an unflagged row", _set("alarms.0.kind", "drift"), "alarms[0]"),
     ("baseline.path null", _set("baseline.path", None), "baseline.path"),
     ("no baseline", _drop("baseline"), "baseline"),
     ("candidate as a list", _set("candidate", []), "candidate"),
