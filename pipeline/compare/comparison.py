@@ -45,6 +45,7 @@ from pipeline.compare.measures import (
 from pipeline.compare.pairing import (
     Comparison,
     PairedExamples,
+    check_key_types,
     compare_examples,
     paired_examples,
 )
@@ -434,6 +435,9 @@ def compare_runs(
         raise InputError(f"the runs use different id columns ({base.id_column!r} vs "
                          f"{cand.id_column!r})")
     group_columns = tuple(c for c in base.group_columns if c in cand.group_columns)
+    key = [base.id_column, *group_columns]
+    check_key_types({c: base.schema.field(c).type for c in key if c in base.schema.names},
+                    {c: cand.schema.field(c).type for c in key if c in cand.schema.names})
     if group_columns != base.group_columns or group_columns != cand.group_columns:
         notes.append(f"the runs were grouped differently (baseline: "
                      f"{', '.join(base.group_columns) or 'none'}; candidate: "

@@ -313,7 +313,8 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
     for r in picked:
         flags = ((["ALARM"] if r["alarm"] else []) + (["MISSING"] if r.get("missing") else [])
                  + (["DRIFT"] if r.get("drift") else []))
-        rows.append([r["group"], f"{r['metric']}.{r['measure']}", r["n_paired"],
+        group = esc(r["group"]).replace("=", "=<wbr>").replace(",", ",<wbr>")
+        rows.append([("html", group), f"{r['metric']}.{r['measure']}", r["n_paired"],
                      num(r["baseline_mean"]), num(r["candidate_mean"]),
                      num(r["delta"], "+.4f"),
                      f"[{num(r['ci_low'], '+.4f')}, {num(r['ci_high'], '+.4f')}]",
@@ -445,29 +446,37 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
 def comparison_options(document: dict[str, Any]) -> dict[str, Any]:
     """The options of :func:`pipeline.compare.compare_runs` a ``compare.json`` was made with.
 
-    Raises:
-        InputError: the document lacks its settings.
+    Args:
+        document: a document checked by :func:`pipeline.compare.document.check_document`.
 
     """
-    settings = document.get("settings")
-    if not isinstance(settings, dict):
-        raise InputError("the comparison document has no settings")
-    options: dict[str, Any] = {}
-    for key in ("confidence", "n_bootstrap", "seed", "max_missing", "adjust"):
-        if key in settings:
-            options[key] = settings[key]
-    if isinstance(settings.get("measures"), list):
-        options["measures"] = [str(m) for m in settings["measures"]]
-    if isinstance(settings.get("band_floors"), dict):
-        options["bands"] = {str(k): float(v) for k, v in settings["band_floors"].items()}
+    settings = document["settings"]
+    options: dict[str, Any] = {k: settings[k] for k in ("confidence", "n_bootstrap", "seed",
+                                                         "max_missing", "adjust")}
+    options["measures"] = list(settings["measures"])
+    if "band_floors" in settings:
+        options["bands"] = {k: float(v) for k, v in settings["band_floors"].items()}
     history = document.get("history")
-    if isinstance(history, dict) and isinstance(history.get("source"), str):
+    if history is not None:
         options["history"] = history["source"]
-        if isinstance(history.get("window"), int):
-            options["history_window"] = history["window"]
-        if isinstance(history.get("reference_run"), str):
+        options["history_window"] = history["window"]
+        if history.get("reference_run") is not None:
             options["reference_run"] = history["reference_run"]
     return options
+
+
+def _described(result: Any, baseline: str) -> Any:
+    """The facts of a comparison made again that its document must agree with."""
+    from pipeline.compare.document import DESCRIBED_FIELDS, Described
+
+    rows = result.comparison.rows
+    columns = [rows[c].tolist() for c in ("group", "metric", "measure", *DESCRIBED_FIELDS)]
+    made = Described(baseline, result.baseline.run_id, result.candidate.run_id)
+    for values in zip(*columns, strict=True):
+        made.rows[values[:3]] = {
+            k: None if isinstance(v, float) and not np.isfinite(v) else v
+            for k, v in zip(DESCRIBED_FIELDS, values[3:], strict=True)}
+    return made
 
 
 def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
@@ -498,14 +507,14 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         The HTML document (a str).
 
     Raises:
-        InputError: an incomplete or unreadable run or comparison; a comparison of
-            another run.
+        InputError: an incomplete or unreadable run or comparison; a comparison whose
+            fields break its schema (:mod:`pipeline.compare.document`), of another run, or
+            that does not describe these runs (another baseline, values that differ).
         SignatureMismatchError: runs scored with different settings.
         ConfigError: an unknown ``trend_groups``.
 
     """
-    import json
-
+    from pipeline.compare.document import check_describes, load_document
     from pipeline.io.runs import filesystem, open_run
 
     if trend_groups not in TREND_GROUPS:
@@ -518,17 +527,16 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         try:
             fs, where = filesystem(comparison)
             with fs.open_input_stream(where) as fh:
-                saved = json.loads(fh.read().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as err:
+                data = fh.read()
+        except OSError as err:
             raise InputError(f"cannot read the comparison {comparison}: {err}") from err
-        if not isinstance(saved, dict) or not isinstance(saved.get("candidate"), dict):
-            raise InputError(f"{comparison} is not a compare.json")
-        if saved["candidate"].get("run_id") != run.run_id:
-            raise InputError(f"{comparison} compares run {saved['candidate'].get('run_id')!r}, "
+        saved = load_document(data, source=comparison)
+        if saved["candidate"]["run_id"] != run.run_id:
+            raise InputError(f"{comparison} compares run {saved['candidate']['run_id']!r}, "
                              f"not this run ({run.run_id!r})")
         options = comparison_options(saved)
-        if baseline is None and isinstance(saved.get("baseline"), dict):
-            baseline = saved["baseline"].get("path")
+        if baseline is None:
+            baseline = saved["baseline"]["path"]
     agg = _aggregate(run)
     measures = _measures(agg)
     values = _values(run, measures)
@@ -542,6 +550,8 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         from pipeline.compare import compare_runs
 
         result = compare_runs(baseline, run_dir, top=top, **options)
+        if saved is not None:
+            check_describes(saved, _described(result, baseline), source=str(comparison))
         doc = saved if saved is not None else result.to_document()
         body += _verdict_section(doc)
         body += _trend_section(result, doc, trend_groups=trend_groups)

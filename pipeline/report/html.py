@@ -42,8 +42,10 @@ th, td { border: 1px solid var(--line); padding: .25rem .55rem; text-align: righ
 th { background: #f3f5f8; } td { white-space: nowrap; }
 td small { color: var(--muted); }
 td.l, th.l { text-align: left; white-space: normal; }
+td.l:first-child { overflow-wrap: anywhere; min-width: 8rem; }
 tr.alarm td { background: var(--alarm-bg); }
 td.flag { color: var(--alarm); font-weight: 700; }
+td span.flag { white-space: normal; }
 .hists { display: flex; flex-wrap: wrap; gap: .8rem 1.2rem; }
 figure { margin: 0; } figcaption { font-size: 12.5px; color: var(--muted); }
 svg { display: block; }
