@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,8 @@ from pipeline.aggregate import MetricAggregate
 from pipeline.config import DEFAULT_SEED, ScoreConfig, ScoringSettings
 from pipeline.config_checks import parse_run_date
 from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
+from pipeline.metrics.base import as_list, check_texts, text_list
+from pipeline.metrics.base import reference_lists as base_reference_lists
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
 if TYPE_CHECKING:  # pandas is only needed for the annotation; importing it costs ~0.6 s
@@ -27,52 +29,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _as_list(value: Any, *, name: str, what: str) -> list[Any]:
-    """``value`` as a list, when it is one (a sequence, an Arrow array, any iterable).
-
-    Raises:
-        TypeError: a str or bytes (never split into characters), a dict (never taken as
-            its keys), or anything that is not iterable.
-
-    """
-    if isinstance(value, (pa.Array, pa.ChunkedArray)):
-        return value.to_pylist()
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list of {what}, not a {type(value).__name__} "
-                        f"({_short(value)})")
-    return list(value)
-
-
-def _check_text(value: Any, *, name: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a str (or None), got {type(value).__name__} "
-                        f"{_short(value)}")
-
-
-def prediction_texts(predictions: Any) -> list[str | None]:
-    """The ``predictions`` argument of :func:`score_texts` / :func:`score_corpus`, checked.
-
-    Returns:
-        One text (or None, an empty prediction) per example.
-
-    Raises:
-        TypeError: a bare str, a dict, or an item that is not a str or None (names its
-            position and type).
-
-    """
-    out = _as_list(predictions, name="predictions", what="texts (one per example)")
-    for i, p in enumerate(out):
-        _check_text(p, name=f"predictions[{i}]")
-    return out
-
-
 def reference_lists(references: Any) -> list[list[str | None]]:
     """The ``references`` argument of :func:`score_texts` / :func:`score_corpus`, checked.
 
-    One item per prediction: a reference text (one reference) or a list of reference texts.
-    A bare string as the whole argument is refused rather than guessed: it would be read
-    as one reference per character (``score_texts(["a", "b"], "ab")``); one prediction
-    with one reference is ``["..."]`` or ``[["..."]]``.
+    One item per prediction: a reference text (one reference) or a list of reference texts
+    (then :func:`pipeline.metrics.base.reference_lists` checks them, as the scorer does). A
+    bare string as the whole argument is refused rather than guessed: it would be read as
+    one reference per character (``score_texts(["a", "b"], "ab")``); one prediction with
+    one reference is ``["..."]`` or ``[["..."]]``.
 
     Returns:
         One list of reference texts per example.
@@ -83,22 +47,13 @@ def reference_lists(references: Any) -> list[list[str | None]]:
             its position and type).
 
     """
-    out: list[list[str | None]] = []
-    items = _as_list(references, name="references",
-                     what="reference lists (one per prediction: a text or a list of texts)")
+    items = as_list(references, name="references",
+                    what="reference lists (one per prediction: a text or a list of texts)")
     for i, item in enumerate(items):
-        if isinstance(item, str):
-            out.append([item])
-            continue
-        try:
-            texts = _as_list(item, name=f"references[{i}]", what="reference texts")
-        except TypeError:
+        if item is None:
             raise TypeError(f"references[{i}] must be a reference text or a list of them, "
-                            f"got {type(item).__name__} {_short(item)}") from None
-        for j, t in enumerate(texts):
-            _check_text(t, name=f"references[{i}][{j}]")
-        out.append(texts)
-    return out
+                            "got None")
+    return base_reference_lists([[r] if isinstance(r, str) else r for r in items])
 
 
 def _id_array(ids: Any, n: int) -> pa.Array:
@@ -114,7 +69,7 @@ def _id_array(ids: Any, n: int) -> pa.Array:
 
     from pipeline.errors import InputError
 
-    values = _as_list(ids, name="ids", what="ids")
+    values = as_list(ids, name="ids", what="ids")
     if len(values) != n:
         raise InputError(f"ids: {len(values)} ids for {n} predictions")
     nulls = sum(v is None for v in values)
@@ -176,10 +131,10 @@ def score_texts(
         ValueError: predictions and references differ in length.
         TypeError: a bare string as ``predictions`` or ``references`` (never split into
             characters), a dict (never taken as its keys), or an item that is not a text
-            (see :func:`prediction_texts`, :func:`reference_lists`).
+            (see :func:`pipeline.metrics.base.text_list`, :func:`reference_lists`).
 
     """
-    texts = prediction_texts(predictions)
+    texts = text_list(predictions)
     refs = reference_lists(references)
     scorer = Scorer(metrics=tuple(metrics), max_tokens=max_tokens, **options)
     scored = scorer.score_batch(texts, refs)
@@ -282,7 +237,7 @@ def score_corpus(
     """
     from pipeline.aggregate import aggregate, metric_aggregates
 
-    texts = prediction_texts(predictions)
+    texts = text_list(predictions)
     refs = reference_lists(references)
     id_values = _id_array(ids, len(texts)) if ids is not None else None
     # the settings are checked (n_bootstrap against the machine's memory too) before any
@@ -872,9 +827,8 @@ def explain(
     if isinstance(references, str):
         references = [references]
     elif references is not None:
-        references = _as_list(references, name="references", what="reference texts")
-        for j, t in enumerate(references):
-            _check_text(t, name=f"references[{j}]")
+        references = as_list(references, name="references", what="reference texts")
+        check_texts(references, name="references")
     if run_dir is None:
         if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "

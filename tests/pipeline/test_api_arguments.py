@@ -125,3 +125,15 @@ def test_an_explanation_prints_as_the_cli_and_has_a_short_repr():
     short = repr(e)
     assert len(short) < 200, short
     assert short.startswith("Explanation(") and "rouge1" in short and "2 references" in short
+
+
+def test_the_scorer_itself_refuses_dicts_and_non_texts():
+    # the one check under score_texts, score_corpus and Scorer.score_batch
+    scorer = pipeline.Scorer(metrics=("rouge1",))
+    with pytest.raises(TypeError, match=r"references\[0\] must be a reference text"):
+        scorer.score_batch(["the cat"], [{"the cat": 1}])
+    with pytest.raises(TypeError, match=r"predictions\[1\] must be a str"):
+        scorer.score_batch(["the cat", 3], [["the cat"], ["a"]])
+    with pytest.raises(TypeError, match="references must be a list"):
+        scorer.score_batch(["the cat"], {"a": ["the cat"]})
+    assert scorer.score_batch(["the cat"], [None]).table["n_references"].to_pylist() == [0]
