@@ -536,6 +536,112 @@ def _staging_left(run_dir: str) -> bool:
     return any(e.base_name.startswith(f".{name}.overlap-staging") for e in entries)
 
 
+# What the nightly scores with unless told otherwise (SCORE_ARGS, a config file, ``config``):
+# a prediction missing tonight is left out and counted, so that compare's ``missing`` alarm
+# (exit 1, the night compared) reports it, not a failed score (exit 2, no comparison).
+NIGHTLY_SCORE_DEFAULTS: dict[str, Any] = {"on_missing": "skip"}
+
+
+def check_nightly_compare_options(compare_options: Mapping[str, Any] | None,
+                                  config: ScoreConfig) -> None:
+    """Check the nightly's compare options before tonight's run is scored.
+
+    Compare's own checks of every option (:func:`pipeline.compare.comparison.check_options`),
+    then what tonight's settings already tell: each measure asked for (``measures``, and
+    the names in ``bands``) must be one tonight's run will have, and a ``reference_run``
+    must be a complete run (its aggregate verified) scored as tonight's run for the metrics
+    both have (unless ``allow_signature_mismatch``).
+
+    Args:
+        compare_options: keyword options of :func:`compare` (None values take defaults).
+        config: tonight's scoring settings.
+
+    Raises:
+        ConfigError: an option out of range, or a measure tonight's run will not have.
+        InputError: the reference run is not a complete, readable run.
+        SignatureMismatchError: the reference run was scored differently.
+
+    """
+    from pipeline.compare.comparison import check_options
+    from pipeline.compare.history import check_reference
+    from pipeline.compare.measures import measures_of
+
+    options = {k: v for k, v in (compare_options or {}).items() if v is not None}
+    # the nightly always compares with --history ROOT (a reference run is then allowed)
+    check_options(history="ROOT", **{k: v for k, v in options.items()
+                                     if k not in ("allow_signature_mismatch", "engine",
+                                                  "address", "num_cpus", "seed")})
+    have = measures_of(config.scoring.specs())
+    measures = list(options.get("measures") or ())
+    for name in [*measures, *options.get("bands", {})]:
+        if name not in have:
+            raise ConfigError(f"measure {name!r}: tonight's run will not have it",
+                              hint=f"it will have {', '.join(have)}")
+    unwanted = [name for name in options.get("bands", {}) if measures and name not in measures]
+    if unwanted:
+        raise ConfigError(f"--band given for {', '.join(unwanted)}, which is not compared",
+                          hint=f"the compared measures are {', '.join(measures)}")
+    reference = options.get("reference_run")
+    if reference is not None:
+        from pipeline.io.runs import read_aggregate
+
+        metrics = tuple(dict.fromkeys(m.split(".")[0] for m in measures)) \
+            or config.scoring.metrics
+        check_reference(read_aggregate(str(reference)),
+                        signature=config.signature(n_references=1), config=config.to_dict(),
+                        metrics=metrics,
+                        allow_mismatch=bool(options.get("allow_signature_mismatch")))
+
+
+def _interrupted_run_id(date_dir: str, predictions: str, references: str | None,
+                        config: ScoreConfig) -> str | None:
+    """The run id of an interrupted run of tonight's work under ``ROOT/run_date=DATE``.
+
+    A nightly without ``RUN_ID`` draws a fresh id, so its run directory (and the staging
+    beside it) would differ on every attempt: this finds the staging directory of the same
+    work (:func:`pipeline.engine.resume.run_key`: same inputs and settings) left by an
+    attempt that did not finish, so that running the same command again resumes it.
+
+    Returns:
+        The run id, or None (nothing to resume, or the inputs cannot be planned: the score
+        says why).
+
+    """
+    import pyarrow.fs as pafs
+
+    from pipeline.io.runs import filesystem
+
+    try:
+        fs, path = filesystem(date_dir)
+        entries = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except (PipelineError, OSError):
+        return None
+    staged = [e.base_name for e in entries if e.type == pafs.FileType.Directory
+              and e.base_name.startswith(".run_id=") and ".overlap-staging-" in e.base_name]
+    if not staged:
+        return None
+    from pipeline.engine import make_plan
+    from pipeline.engine.resume import run_key
+    from pipeline.io.write import OutputDir
+
+    try:
+        key = run_key(make_plan(predictions, references, config), config)
+    except PipelineError:
+        return None
+    for name in sorted(staged):
+        head, _, tail = name.partition(".overlap-staging-")
+        run_id = head.removeprefix(".run_id=")
+        if tail != key or not _RUN_ID.fullmatch(run_id):
+            continue
+        try:
+            out = OutputDir(f"{date_dir}/run_id={run_id}", overwrite=False, key=key)
+            if not out.is_complete() and out.resumable_run_id() == run_id:
+                return run_id  # one still running holds its lock: the score says so (exit 3)
+        except (PipelineError, OSError):
+            continue
+    return None
+
+
 def nightly(
     root: str,
     predictions: str,
@@ -553,8 +659,15 @@ def nightly(
 ) -> NightlyRun:
     """One night of the nightly loop: score, publish, compare with history, report.
 
+    0. Check ``compare_options`` (:func:`check_nightly_compare_options`) and that
+       ``baseline`` is a complete run: a bad one stops the night before anything is
+       written.
     1. Score ``predictions`` into ``ROOT/run_date=DATE/run_id=ID`` (a finished run of the
-       same date and id is reused; an interrupted one resumes).
+       same date and id is reused; an interrupted one resumes, also without ``run_id``: the
+       interrupted attempt of the same inputs and settings that date is found by its
+       staging directory). Missing predictions are left out and counted
+       (:data:`NIGHTLY_SCORE_DEFAULTS`, unless ``config`` says otherwise), so compare's
+       ``missing`` alarm reports them.
     2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
        stops the night.
     3. The baseline: ``baseline``, else the newest complete run under ROOT dated on or before
@@ -575,8 +688,10 @@ def nightly(
         predictions: tonight's predictions (file, directory or glob).
         references: a separate references table, or None.
         run_date: ``YYYY-MM-DD`` (default: today in UTC).
-        run_id: tonight's run id (default: :func:`new_run_id`).
-        config: scoring settings (default: :class:`ScoreConfig` defaults).
+        run_id: tonight's run id (default: that of an interrupted attempt of the same work
+            that date, else :func:`new_run_id`).
+        config: scoring settings (default: :class:`ScoreConfig` with
+            :data:`NIGHTLY_SCORE_DEFAULTS`).
         baseline: a run to compare with instead of the last complete one.
         compare_options: keyword options of :func:`compare` (``measures``, ``band``,
             ``bands``, ``adjust``...), never ``output`` or ``history``.
@@ -596,15 +711,32 @@ def nightly(
     except ConfigError as err:
         return NightlyRun(err.exit_code, "", error=err)
     try:
-        run_id = check_run_id(run_id or new_run_id())
+        if run_id is not None:
+            check_run_id(run_id)
     except ConfigError:
         error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
                             f"with a letter or digit, got {run_id!r}")
         return NightlyRun(error.exit_code, "", error=error)
+    config = config or ScoreConfig(**NIGHTLY_SCORE_DEFAULTS)
+    try:
+        check_nightly_compare_options(compare_options, config)
+    except PipelineError as err:
+        bad = type(err)(f"compare options: {err.message}", hint=err.hint)
+        return NightlyRun(bad.exit_code, "", error=bad)
     from pipeline.compare.history import comparable_baseline
-    from pipeline.io.runs import filesystem
+    from pipeline.io.runs import filesystem, read_aggregate
+
+    if baseline is not None:
+        try:  # a baseline that is no complete run fails now, not after tonight's score
+            read_aggregate(baseline)
+        except PipelineError as err:
+            bad = type(err)(f"BASELINE: {err.message}", hint=err.hint)
+            return NightlyRun(bad.exit_code, "", error=bad)
 
     base = root.rstrip("/") or root
+    resuming = None if run_id is not None else _interrupted_run_id(
+        f"{base}/run_date={run_date}", predictions, references, config)
+    run_id = run_id or resuming or new_run_id()
     run_dir = f"{base}/run_date={run_date}/run_id={run_id}"
     compare_dir = f"{base}/compare/run_date={run_date}/run_id={run_id}"
     again = f"run again with RUN_DATE={run_date} RUN_ID={run_id}"
@@ -625,10 +757,15 @@ def nightly(
     if done:
         log(f"reusing the finished run {run_dir}")
     else:
-        log(f"scoring into {run_dir}")
+        log(f"resuming the interrupted run {run_dir}" if resuming else
+            f"scoring into {run_dir}")
         try:
             score(predictions, references=references, output=run_dir, config=config,
                   run_id=run_id)
+        except KeyboardInterrupt:
+            log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
+                f"with RUN_DATE={run_date}")
+            raise
         except PipelineError as error:
             resume = f"; to resume, {again}" if _staging_left(run_dir) else ""
             log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"

@@ -327,6 +327,94 @@ def open_run(path: str) -> RunInfo:
                    n_examples=n_examples, checksums=checksums)
 
 
+@dataclass(frozen=True)
+class RunAggregate:
+    """A complete run's ``aggregate.parquet``, read and verified without its examples.
+
+    Attributes:
+        path: the directory as the user gave it.
+        manifest: the parsed ``manifest.json``.
+        signature: the run's signature (manifest ``signature``, else the aggregate's
+            Parquet metadata).
+        run_id: the manifest's ``run_id`` (None when absent).
+        group_columns: the group columns (manifest ``config.group_by``; default none).
+        table: the aggregate table, as written.
+
+    """
+
+    path: str
+    manifest: dict[str, Any] = field(repr=False)
+    signature: Signature
+    run_id: str | None
+    group_columns: tuple[str, ...]
+    table: pa.Table = field(repr=False)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The manifest's resolved config (empty when absent)."""
+        config = self.manifest.get("config")
+        return config if isinstance(config, dict) else {}
+
+
+def read_aggregate(path: str) -> RunAggregate:
+    """Read a complete run's ``aggregate.parquet``, verifying only what is read.
+
+    The nightly history and a pinned drift reference need a run's aggregate only: this
+    checks ``_SUCCESS``, the manifest (field types), and ``aggregate.parquet`` against the
+    manifest's entry (rows, size, SHA-256, the run id it was written by), and never lists,
+    reads or hashes ``examples/`` (a retention policy may have deleted it).
+
+    Args:
+        path: the run directory (local path or URI).
+
+    Returns:
+        A :class:`RunAggregate`.
+
+    Raises:
+        InputError: not a directory; no ``_SUCCESS``; a missing, unreadable or ill-typed
+            manifest; a missing or unreadable aggregate, or one with other rows, size or
+            checksum than the manifest records, or written by another run; no signature.
+
+    """
+    fs, root = filesystem(path)
+    try:
+        info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err}") from err
+    if info[0].type != pafs.FileType.Directory:
+        raise InputError(f"{path}: no such run directory")
+    if info[1].type != pafs.FileType.File:
+        raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker")
+    manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
+    check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
+    run_id = manifest.get("run_id")
+    listed = _listed_outputs(manifest, path)
+    name = posixpath.join(root, AGGREGATE_NAME)
+    meta = _verify_file(fs, name, shown=f"{path}/{AGGREGATE_NAME}", run_id=run_id,
+                        entry=None if listed is None else listed.get(AGGREGATE_NAME),
+                        checksums={}, rel=AGGREGATE_NAME)
+    try:
+        with fs.open_input_file(name) as fh:
+            table = pq.read_table(fh)
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read {path}/{AGGREGATE_NAME}: "
+                         f"{str(err).splitlines()[0]}") from err
+    text = manifest.get("signature") or (meta.metadata or {}).get(SIGNATURE_KEY, b"").decode(
+        "utf-8", "replace")
+    if not isinstance(text, str) or not text:
+        raise InputError(f"{path} has no signature (manifest key 'signature')")
+    try:
+        signature = Signature.parse(text)
+    except ValueError as err:
+        raise InputError(f"{path}: unreadable signature: {err}") from err
+    config = manifest.get("config")
+    config = config if isinstance(config, dict) else {}
+    group_columns = _columns_setting(config.get("group_by", manifest.get("group_by")))
+    return RunAggregate(path=path, manifest=manifest, signature=signature,
+                        run_id=None if run_id is None else str(run_id),
+                        group_columns=group_columns, table=table)
+
+
 def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
     """Read some columns of a run's examples (all files, in sorted file order).
 
@@ -529,5 +617,6 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
     return parquet.path, json_file.path
 
 
-__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "check_comparison_output", "filesystem",
-           "open_run", "read_examples", "read_predictions", "write_comparison"]
+__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunAggregate", "RunInfo",
+           "check_comparison_output", "filesystem", "open_run", "read_aggregate",
+           "read_examples", "read_predictions", "write_comparison"]

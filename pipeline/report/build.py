@@ -216,7 +216,7 @@ def _trend_section(result: Any, doc: dict[str, Any]) -> list[str]:
     tonight = History("candidate", (Night("", "", "", run_values(result.candidate)),), 1)
     series = np.concatenate([history.series(keys), tonight.series(keys)], axis=1)
     dates = [n.run_date for n in history.nights] + ["tonight"]
-    past = _past_alarms(history)
+    past, unread = _past_alarms(history)
     out = ["<h2>Nightly trend</h2>", '<div class="hists">']
     for k, r in enumerate(overall):
         name = f"{r['metric']}.{r['measure']}"
@@ -241,36 +241,17 @@ def _trend_section(result: Any, doc: dict[str, Any]) -> list[str]:
                "alarmed (C change, D drift, M missing; earlier nights from their "
                "compare.json under ROOT/compare when present). A step is one jump out of the "
                "box; a drift is a slope away from the dashed line; noise stays around it.</p>")
+    if unread:
+        out.append('<p class="muted">' + "<br>".join(esc(n) for n in unread) + "</p>")
     return out
 
 
-def _past_alarms(history: Any) -> dict[tuple[str, str], dict[str, list[str]]]:
-    """Alarms of earlier nights, from ``ROOT/compare/run_date=D/run_id=ID/compare.json``."""
-    import json
+def _past_alarms(history: Any) -> tuple[dict[tuple[str, str], dict[str, list[str]]],
+                                       list[str]]:
+    """Alarms of earlier nights and notes on documents left out (see ``night_alarms``)."""
+    from pipeline.compare.history import night_alarms
 
-    from pipeline.io.runs import filesystem
-
-    out: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for n in history.nights:
-        path = f"{history.source.rstrip('/')}/compare/run_date={n.run_date}/run_id={n.run_id}"
-        try:
-            fs, where = filesystem(path)
-            with fs.open_input_stream(f"{where}/compare.json") as fh:
-                doc = json.loads(fh.read().decode("utf-8"))
-            alarms = doc.get("alarms") or []
-        except Exception:  # noqa: BLE001 - a missing or foreign file only leaves marks out
-            continue
-        marks: dict[str, list[str]] = {}
-        for a in alarms if isinstance(alarms, list) else []:
-            if isinstance(a, dict) and a.get("group") in ("all", None):
-                if a.get("kind") == "missing":
-                    for m in doc.get("settings", {}).get("measures", []):
-                        marks.setdefault(str(m), []).append("missing")
-                else:
-                    marks.setdefault(f"{a.get('metric')}.{a.get('measure')}", []).append(
-                        str(a.get("kind")))
-        out[(n.run_date, n.run_id)] = marks
-    return out
+    return night_alarms(history)
 
 
 def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
