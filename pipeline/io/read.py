@@ -98,35 +98,46 @@ def missing_column(what: str, uri: str, column: str, names: Sequence[str]) -> In
                       f"{', '.join(names)}", hint=did_you_mean(column, list(names)))
 
 
-def json_nesting_depth(line: bytes) -> int:
+def json_nesting_depth(line: bytes, *, segment_bytes: int = 1 << 20) -> int:
     """The deepest nesting of arrays and objects in one JSON text, strings skipped.
 
     Brackets inside strings are text, and a quote preceded by an odd run of backslashes
     is inside its string. Nothing is parsed: an invalid line gets the depth its valid prefix
-    reaches at least (a parser stops at the first error).
+    reaches at least (a parser stops at the first error). Vectorised over segments of
+    ``segment_bytes`` (the state between them: inside a string or not, the depth, the run
+    of backslashes at the end), so that memory stays a few tens of bytes per segment byte
+    however long the line.
 
     Args:
         line: the bytes of one JSON Lines line (UTF-8; bytes of other characters are never
             ``"``, ``\\``, brackets or braces).
+        segment_bytes: bytes handled at a time, >= 1.
 
     Returns:
         The depth, >= 0 (``{"a": [1]}``: 2).
 
     """
-    b = np.frombuffer(line, dtype=np.uint8)
-    if not len(b):
-        return 0
-    positions = np.arange(len(b))
-    backslash = b == 0x5C
-    # the length of the run of backslashes ending just before each byte
-    last_other = np.maximum.accumulate(np.where(backslash, -1, positions))
-    run = np.zeros(len(b), dtype=np.int64)
-    run[1:] = positions[:-1] - last_other[:-1]
-    quote = (b == 0x22) & (run % 2 == 0)
-    inside = np.cumsum(quote) % 2 == 1  # a bracket is never a quote: parity before it
-    step = ((b == 0x5B) | (b == 0x7B)).astype(np.int8) - ((b == 0x5D) | (b == 0x7D))
-    step[inside] = 0
-    return int(np.cumsum(step, dtype=np.int64).max(initial=0))
+    inside, depth, deepest, run_in = 0, 0, 0, 0
+    for start in range(0, len(line), segment_bytes):
+        b = np.frombuffer(line, dtype=np.uint8, count=min(segment_bytes, len(line) - start),
+                          offset=start)
+        positions = np.arange(len(b), dtype=np.int64)
+        backslash = b == 0x5C
+        # the run of backslashes ending just before each byte (one carried in: a virtual
+        # last other byte before the segment)
+        last_other = np.maximum.accumulate(np.where(backslash, -1 - run_in, positions))
+        run = np.empty(len(b), dtype=np.int64)
+        run[0] = run_in
+        run[1:] = positions[:-1] - last_other[:-1]
+        run_in = int(len(b) - 1 - last_other[-1]) if backslash[-1] else 0
+        quote = (b == 0x22) & (run % 2 == 0)
+        parity = (np.cumsum(quote, dtype=np.int64) + inside) % 2  # a bracket is no quote
+        step = ((b == 0x5B) | (b == 0x7B)).astype(np.int64) - ((b == 0x5D) | (b == 0x7D))
+        step[parity == 1] = 0
+        levels = np.cumsum(step) + depth
+        deepest = max(deepest, int(levels.max()))
+        depth, inside = int(levels[-1]), int(parity[-1])
+    return deepest
 
 
 def check_json_nesting(data: bytes, *, what: str, uri: str,

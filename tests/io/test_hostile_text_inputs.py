@@ -99,3 +99,31 @@ def test_a_duplicated_jsonl_or_parquet_column_is_named_too(tmp_path):
     pq.write_table(table, tmp_path / "p.parquet")
     assert_refused(overlap_score(str(tmp_path / "p.parquet"), "--output", str(out)), out,
                    "p.parquet", "'prediction'", "twice", "columns 2 and 3")
+
+
+def test_the_nesting_scan_equals_the_decoded_depth_whatever_its_segments():
+    # outside truth: the depth of the structure Python's json module decodes; texts full of
+    # brackets, quotes and backslashes; segments as small as one byte carry their state
+    import random
+
+    from pipeline.io.read import json_nesting_depth
+
+    rng = random.Random(25)
+
+    def value(level: int):
+        r = rng.random()
+        if level > 6 or r < 0.3:
+            return "".join(rng.choice('[]{}"\\ab') for _ in range(rng.randint(0, 6)))
+        if r < 0.65:
+            return [value(level + 1) for _ in range(rng.randint(0, 3))]
+        return {str(i): value(level + 1) for i in range(rng.randint(0, 3))}
+
+    def depth(v) -> int:
+        items = v if isinstance(v, list) else list(v.values()) if isinstance(v, dict) else None
+        return 0 if items is None else 1 + max(map(depth, items), default=0)
+
+    for _ in range(150):
+        v = value(0)
+        line = json.dumps(v).encode()
+        for segment in (1, 3, 1 << 20):
+            assert json_nesting_depth(line, segment_bytes=segment) == depth(v), (line, segment)
