@@ -98,7 +98,8 @@ def missing_column(what: str, uri: str, column: str, names: Sequence[str]) -> In
                       f"{', '.join(names)}", hint=did_you_mean(column, list(names)))
 
 
-def json_nesting_depth(line: bytes, *, segment_bytes: int = 1 << 20) -> int:
+def json_nesting_depth(line: bytes | memoryview, *, segment_bytes: int = 1 << 20,
+                       stop_above: int | None = None) -> int:
     """The deepest nesting of arrays and objects in one JSON text, strings skipped.
 
     Brackets inside strings are text, and a quote preceded by an odd run of backslashes
@@ -112,9 +113,11 @@ def json_nesting_depth(line: bytes, *, segment_bytes: int = 1 << 20) -> int:
         line: the bytes of one JSON Lines line (UTF-8; bytes of other characters are never
             ``"``, ``\\``, brackets or braces).
         segment_bytes: bytes handled at a time, >= 1.
+        stop_above: return as soon as the depth passes this (None: scan it all).
 
     Returns:
-        The depth, >= 0 (``{"a": [1]}``: 2).
+        The depth, >= 0 (``{"a": [1]}``: 2); with ``stop_above``, a depth above it once one
+        is found (not necessarily the deepest).
 
     """
     inside, depth, deepest, run_in = 0, 0, 0, 0
@@ -137,6 +140,8 @@ def json_nesting_depth(line: bytes, *, segment_bytes: int = 1 << 20) -> int:
         levels = np.cumsum(step) + depth
         deepest = max(deepest, int(levels.max()))
         depth, inside = int(levels[-1]), int(parity[-1])
+        if stop_above is not None and deepest > stop_above:
+            break
     return deepest
 
 
@@ -157,7 +162,7 @@ def check_json_nesting(data: bytes, *, what: str, uri: str,
         max_depth: the deepest nesting allowed, >= 1.
 
     Raises:
-        InputError: names the file, the line (1 = the first) and its depth.
+        InputError: names the file, the line (1 = the first) and the limit.
 
     """
     start, line_no = 0, 1
@@ -166,23 +171,32 @@ def check_json_nesting(data: bytes, *, what: str, uri: str,
         if end < len(data):
             cut = data.rfind(b"\n", start, end)
             end = cut + 1 if cut >= 0 else (data.find(b"\n", end) + 1 or len(data))
-        piece = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
-        openers = np.flatnonzero((piece == 0x5B) | (piece == 0x7B))
-        newlines = np.flatnonzero(piece == 0x0A)
-        if len(openers) > max_depth:
-            per_line = np.bincount(np.searchsorted(newlines, openers),
-                                   minlength=len(newlines) + 1)
-            for i in np.flatnonzero(per_line > max_depth):
-                first = 0 if i == 0 else int(newlines[i - 1]) + 1
-                last = int(newlines[i]) if i < len(newlines) else len(piece)
-                depth = json_nesting_depth(data[start + first:start + last])
-                if depth > max_depth:
-                    raise InputError(
-                        f"{what}: {uri} line {line_no + int(i)} has arrays or objects nested "
-                        f"{depth:,} deep (at most {max_depth} are read)",
-                        hint="an input needs 2 levels: one object per line holding a list of "
-                             "reference strings")
-        line_no += len(newlines)
+        n_lines = 0
+        if end - start > _SCAN_BYTES:  # one line longer than a piece: scanned in segments
+            spans = [(start, end)]
+            n_lines = 1
+        else:
+            piece = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+            openers = np.flatnonzero((piece == 0x5B) | (piece == 0x7B))
+            newlines = np.flatnonzero(piece == 0x0A)
+            spans = []
+            if len(openers) > max_depth:
+                per_line = np.bincount(np.searchsorted(newlines, openers),
+                                       minlength=len(newlines) + 1)
+                spans = [(start + (0 if i == 0 else int(newlines[i - 1]) + 1),
+                          start + (int(newlines[i]) if i < len(newlines) else len(piece)))
+                         for i in np.flatnonzero(per_line > max_depth)]
+            n_lines = len(newlines)
+        for first, last in spans:
+            if json_nesting_depth(memoryview(data)[first:last],
+                                  stop_above=max_depth) > max_depth:
+                line = line_no + data.count(b"\n", start, first)
+                raise InputError(
+                    f"{what}: {uri} line {line:,} has arrays or objects nested more than "
+                    f"{max_depth} levels deep, which are not read",
+                    hint="an input needs 2 levels: one object per line holding a list of "
+                         "reference strings")
+        line_no += n_lines
         start = end
 
 
