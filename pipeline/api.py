@@ -67,8 +67,6 @@ def _id_array(ids: Any, n: int) -> pa.Array:
     """
     import numbers
 
-    from pipeline.errors import InputError
-
     values = as_list(ids, name="ids", what="ids")
     if len(values) != n:
         raise InputError(f"ids: {len(values)} ids for {n} predictions")
