@@ -16,10 +16,84 @@ from pipeline.aggregate import MetricAggregate
 from pipeline.config import DEFAULT_SEED, ScoreConfig, ScoringSettings
 from pipeline.config_checks import parse_run_date
 from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
+from pipeline.metrics.base import as_list, check_texts, text_list
+from pipeline.metrics.base import reference_lists as base_reference_lists
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
 if TYPE_CHECKING:  # pandas is only needed for the annotation; importing it costs ~0.6 s
     import pandas as pd  # in every process (the CLI and each Ray worker import this module)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def reference_lists(references: Any) -> list[list[str | None]]:
+    """The ``references`` argument of :func:`score_texts` / :func:`score_corpus`, checked.
+
+    One item per prediction: a reference text (one reference) or a list of reference texts
+    (then :func:`pipeline.metrics.base.reference_lists` checks them, as the scorer does). A
+    bare string as the whole argument is refused rather than guessed: it would be read as
+    one reference per character (``score_texts(["a", "b"], "ab")``); one prediction with
+    one reference is ``["..."]`` or ``[["..."]]``.
+
+    Returns:
+        One list of reference texts per example.
+
+    Raises:
+        TypeError: a bare str or a dict as ``references``; an item (or an item's
+            reference) that is not a text: a dict, a number, None as a whole item (names
+            its position and type).
+
+    """
+    items = as_list(references, name="references",
+                    what="reference lists (one per prediction: a text or a list of texts)")
+    for i, item in enumerate(items):
+        if item is None:
+            raise TypeError(f"references[{i}] must be a reference text or a list of them, "
+                            "got None")
+    return base_reference_lists([[r] if isinstance(r, str) else r for r in items])
+
+
+def _id_array(ids: Any, n: int) -> pa.Array:
+    """``score_corpus``'s ``ids``, checked: N non-null ids, all strings or all int64.
+
+    Raises:
+        TypeError: a bare str or a dict.
+        InputError: another count than N; null ids; an id neither a string nor an integer
+            (a float, a bool); strings mixed with integers; an integer outside int64.
+
+    """
+    import numbers
+
+    values = as_list(ids, name="ids", what="ids")
+    if len(values) != n:
+        raise InputError(f"ids: {len(values)} ids for {n} predictions")
+    nulls = sum(v is None for v in values)
+    if nulls:
+        raise InputError(f"ids: {nulls} null ids")
+    kinds: dict[str, int] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, str):
+            kinds.setdefault("str", i)
+        elif isinstance(v, numbers.Integral) and not isinstance(v, bool):
+            kinds.setdefault("int", i)
+            if not -2**63 <= int(v) < 2**63:
+                raise InputError(f"ids: ids[{i}] = {int(v)} does not fit int64 (integer ids "
+                                 "are int64, as a run's id column)",
+                                 hint="give such ids as strings")
+        else:
+            raise InputError(f"ids: ids[{i}] is a {type(v).__name__} ({_short(v)}); ids are "
+                             "strings or integers")
+    if len(kinds) > 1:
+        a, b = sorted(kinds.values())
+        raise InputError(f"ids: mixed types, ids[{a}] is {type(values[a]).__name__} "
+                         f"{_short(values[a])} and ids[{b}] is {type(values[b]).__name__} "
+                         f"{_short(values[b])}; ids are all strings or all integers")
+    if "int" in kinds:
+        return pa.array([int(v) for v in values], pa.int64())
+    return pa.array(values, pa.string())
 
 
 def score_texts(
@@ -53,14 +127,15 @@ def score_texts(
     Raises:
         ConfigError: unknown metric, option or value.
         ValueError: predictions and references differ in length.
-        TypeError: a bare string as ``predictions``.
+        TypeError: a bare string as ``predictions`` or ``references`` (never split into
+            characters), a dict (never taken as its keys), or an item that is not a text
+            (see :func:`pipeline.metrics.base.text_list`, :func:`reference_lists`).
 
     """
-    if isinstance(predictions, str):
-        raise TypeError("predictions must be a list of texts, not a str")
+    texts = text_list(predictions)
+    refs = reference_lists(references)
     scorer = Scorer(metrics=tuple(metrics), max_tokens=max_tokens, **options)
-    refs = [[r] if isinstance(r, str) else list(r) for r in references]
-    scored = scorer.score_batch(list(predictions), refs)
+    scored = scorer.score_batch(texts, refs)
     frame = scored.table.to_pandas()
     if scored.truncated is not None:
         frame["truncated"] = scored.truncated
@@ -150,33 +225,30 @@ def score_corpus(
     Raises:
         ConfigError: unknown metric, option or value; ``n_bootstrap``, ``confidence`` or
             ``seed`` out of range.
-        InputError: no prediction, or ``ids`` of another length than ``predictions``, or
-            null ids.
+        InputError: no prediction; ``ids`` of another length than ``predictions``, null,
+            neither strings nor integers, strings mixed with integers, or integers outside
+            int64.
         ValueError: predictions and references differ in length.
-        TypeError: a bare string as ``predictions`` or ``ids``.
+        TypeError: a bare string or a dict as ``predictions``, ``references`` or ``ids``,
+            or an item that is not a text (as :func:`score_texts`).
 
     """
     from pipeline.aggregate import aggregate, metric_aggregates
-    from pipeline.errors import InputError
 
-    if isinstance(ids, str):
-        raise TypeError("ids must be a list of ids, not a str")
-    if isinstance(predictions, str):
-        raise TypeError("predictions must be a list of texts, not a str")
+    texts = text_list(predictions)
+    refs = reference_lists(references)
+    id_values = _id_array(ids, len(texts)) if ids is not None else None
+    # the settings are checked (n_bootstrap against the machine's memory too) before any
+    # text is scored
     settings = ScoreConfig(scoring=ScoringSettings.from_values(metrics=tuple(metrics),
                                                                max_tokens=max_tokens,
                                                                **options),
                            bootstrap=n_bootstrap, confidence=confidence, seed=seed)
-    refs = [[r] if isinstance(r, str) else list(r) for r in references]
-    table = Scorer(settings.scoring).score_batch(list(predictions), refs).table
+    table = Scorer(settings.scoring).score_batch(texts, refs).table
     id_column = None
-    if ids is not None:
-        if len(ids) != table.num_rows:
-            raise InputError(f"ids: {len(ids)} ids for {table.num_rows} predictions")
+    if id_values is not None:
         id_column = "__id__"
-        table = table.append_column(id_column, pa.array(list(ids)))
-        if table.column(id_column).null_count:
-            raise InputError(f"ids: {table.column(id_column).null_count} null ids")
+        table = table.append_column(id_column, id_values)
     counts = set(table.column("n_references").to_pylist())
     n_references: int | str = counts.pop() if len(counts) == 1 else "var"
     specs = settings.scoring.specs()
@@ -1020,8 +1092,9 @@ def explain(
     :func:`pipeline.explanation.explain`).
 
     Args:
-        prediction: the prediction text.
-        references: one or more reference texts.
+        prediction: the prediction text (``""`` for an empty one).
+        references: one or more reference texts; a bare string is the one reference (one
+            example is explained, so it cannot mean one reference per character).
         run_dir: a complete ``overlap score`` output.
         example_id: the example's id in the run.
         metrics: metrics to explain (default: the run's, else the ``rouge155`` flags', else
@@ -1037,6 +1110,8 @@ def explain(
         ConfigError: texts and a run both given or neither; texts without a prediction
             (None; an empty prediction is ``""``) or without a reference; bad settings.
         InputError: an incomplete run, an id not in the run, texts that cannot be read.
+        TypeError: a prediction that is not a str (a number, a list), references that are
+            a dict or hold anything but texts.
 
     """
     from pipeline.explanation import explain as explain_texts
@@ -1046,6 +1121,14 @@ def explain(
     settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if metrics is not None:
         settings["metrics"] = tuple(metrics)
+    if prediction is not None and not isinstance(prediction, str):
+        raise TypeError(f"prediction must be a str (one text), got {type(prediction).__name__} "
+                        f"{_short(prediction)}")
+    if isinstance(references, str):
+        references = [references]
+    elif references is not None:
+        references = as_list(references, name="references", what="reference texts")
+        check_texts(references, name="references")
     if run_dir is None:
         if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "

@@ -202,6 +202,12 @@ class ScoreConfig:
                 raise ConfigError(f"{key}: a column is listed twice in {', '.join(names)}")
         if self.bootstrap < 0:
             raise ConfigError(f"bootstrap: expected a count >= 0, got {self.bootstrap}")
+        if self.bootstrap:
+            from pipeline.aggregate import bootstrap_bytes
+            from pipeline.machine import check_fits
+
+            check_fits("bootstrap", self.bootstrap, bytes_each=bootstrap_bytes(
+                self.scoring.specs(), self.scoring.thresholds))
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"confidence: expected a level in (0, 1), got {self.confidence}",
                               hint="e.g. 0.95")

@@ -56,6 +56,18 @@ class Explanation:
     references: list[str | None]
     metrics: dict[str, MetricExplanation]
 
+    def __str__(self) -> str:
+        """The text ``overlap explain`` prints (:func:`format_explanation`)."""
+        return format_explanation(self)
+
+    def __repr__(self) -> str:
+        """One short line: the metrics, the number of references, the prediction's start."""
+        pred = self.prediction if self.prediction is None or len(self.prediction) <= 30 \
+            else self.prediction[:27] + "..."
+        n = len(self.references)
+        return (f"Explanation(metrics=[{', '.join(self.metrics)}], {n} reference"
+                f"{'' if n == 1 else 's'}, prediction={pred!r})")
+
     @property
     def views(self) -> dict[str, tuple[Tokens, list[Tokens]]]:
         """Per token view (``rouge``, ``bleu``, ``chrf``...), the prediction's and references'."""

@@ -27,7 +27,7 @@ walks through a new family.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -396,14 +396,58 @@ class Family:
         return {c: v for c, v in columns.items() if any(c.startswith(f"{m}_") for m in metrics)}
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def as_list(value: Any, *, name: str, what: str) -> list[Any]:
+    """``value`` as a Python list when it is a list of something (any iterable, Arrow).
+
+    Args:
+        value: the argument.
+        name: its name, for the message (``predictions``, ``references[3]``).
+        what: what it should hold, for the message.
+
+    Raises:
+        TypeError: a str or bytes (never split into characters), a dict (never taken as
+            its keys), or anything not iterable.
+
+    """
+    import pyarrow as pa
+
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        return value.to_pylist()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of {what}, not a {type(value).__name__} "
+                        f"({_short(value)})")
+    return list(value)
+
+
+def check_texts(texts: Sequence[Any], *, name: str) -> None:
+    """Check that every item is a text (``str``) or None.
+
+    Raises:
+        TypeError: names the first other item's position and type (``references[0][1]
+            must be a str (or None), got dict {...}``).
+
+    """
+    for i, t in enumerate(texts):
+        if t is not None and not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] must be a str (or None), got {type(t).__name__} "
+                            f"{_short(t)}")
+
+
 def reference_lists(references: Any) -> list[list[str | None]]:
     """N lists of reference texts from a list of lists or an Arrow list<string> array.
 
-    A null list (Arrow) or None item becomes an empty list.
+    A null list (Arrow) or None item becomes an empty list. Python lists are checked item
+    by item (Arrow's types are checked by the readers).
 
     Raises:
-        TypeError: a bare string where a list of texts belongs (it would otherwise be
-            scored character by character).
+        TypeError: a bare string or a dict where a list of texts belongs (it would
+            otherwise be scored character by character, or as its keys); an item that is
+            a str, a dict or a number, or holds anything but texts (names its position).
 
     """
     import pyarrow as pa
@@ -418,23 +462,38 @@ def reference_lists(references: Any) -> list[list[str | None]]:
         return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
     if isinstance(references, str):
         raise TypeError("references must be a list of reference texts per prediction, not a str")
-    out = []
-    for i, r in enumerate(references):
+    out: list[list[str | None]] = []
+    for i, r in enumerate(as_list(references, name="references",
+                                  what="reference lists (one per prediction)")):
         if isinstance(r, str):
             raise TypeError("references must hold a list of reference texts per prediction; "
                             f"item {i} is a str")
-        out.append([] if r is None else list(r))
+        if r is None:
+            out.append([])
+            continue
+        try:
+            texts = as_list(r, name=f"references[{i}]", what="reference texts")
+        except TypeError:
+            raise TypeError(f"references[{i}] must be a reference text or a list of them, "
+                            f"got {type(r).__name__} {_short(r)}") from None
+        check_texts(texts, name=f"references[{i}]")
+        out.append(texts)
     return out
 
 
-def text_list(texts: Any) -> list[str | None]:
-    """N texts as a Python list, from a list or an Arrow string array."""
-    import pyarrow as pa
+def text_list(texts: Any, *, name: str = "predictions") -> list[str | None]:
+    """N texts as a Python list, from a list (any iterable) or an Arrow string array.
 
-    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        return texts.to_pylist()
-    return list(texts)
+    Raises:
+        TypeError: a bare str or a dict, or an item that is not a str or None (names its
+            position and type).
+
+    """
+    out = as_list(texts, name=name, what="texts (one per example)")
+    check_texts(out, name=name)
+    return out
 
 
 __all__ = ["CorpusScore", "DataNote", "DataWarning", "Family", "FamilyScores", "MetricFamily",
-           "MetricSpec", "Option", "Preset", "reference_lists", "text_list"]
+           "MetricSpec", "Option", "Preset", "as_list", "check_texts", "reference_lists",
+           "text_list"]
