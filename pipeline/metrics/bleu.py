@@ -375,6 +375,8 @@ class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.bleu_explain:explain_bleu"
     names = NAMES
     options = OPTIONS
 
@@ -428,16 +430,6 @@ class BleuFamily(Family):
                                                       effective_order=True),
                    **self.statistic_columns("bleu", STATISTICS, stats)}
         return FamilyScores(self.columns_of(columns, metrics))
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: clipped n-grams per order, lengths, brevity penalty.
-
-        See :func:`pipeline.metrics.bleu_explain.explain_bleu`.
-        """
-        from pipeline.metrics.bleu_explain import explain_bleu
-
-        return explain_bleu(prediction, references, metrics, options)
 
 
 FAMILY = BleuFamily()

@@ -42,6 +42,7 @@ from pipeline.metrics.explanation import (
     gram_items,
     matched_positions,
     ngrams,
+    union_pairs,
 )
 from pipeline.metrics.multi_reference import combine_references
 from pipeline.metrics.rouge155.family import (
@@ -144,8 +145,6 @@ def _summary(pred: Tokens, ref: Tokens, pred_clip: Sequence[str], ref_clip: Sequ
              weighted: bool, weight: float) -> tuple[float, float, dict[str, Any],
                                                     list[int], list[int], list[Listing]]:
     """Hits, base, detail and positions of the script's ROUGE-L (or -W) on one pair."""
-    from pipeline.metrics.rouge.explain import union_pairs
-
     longest = max([e - s for s, e in ref.sentences + pred.sentences] + [0])
     pw = [float(i) ** weight for i in range(longest + 2)]
     union: dict[int, int] = {}

@@ -583,6 +583,8 @@ class Rouge155(Family):
     """
 
     name = "rouge155"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.rouge155.explain:explain_rouge155"
     names = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
     pattern = _OWN_NAME
     options = OPTIONS
@@ -616,16 +618,6 @@ class Rouge155(Family):
         columns = score_rouge155(predictions, references, metrics,
                                  Rouge155Options.from_mapping(options))
         return FamilyScores(columns)
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: n-grams, skip bigrams or union-LCS hits per reference.
-
-        See :func:`pipeline.metrics.rouge155.explain.explain_rouge155`.
-        """
-        from pipeline.metrics.rouge155.explain import explain_rouge155
-
-        return explain_rouge155(prediction, references, metrics, options)
 
 
 FAMILY = Rouge155()
