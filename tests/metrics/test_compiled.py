@@ -131,6 +131,7 @@ def _bootstrap_builds():
     return out
 
 
+@pytest.mark.slow  # numba compiles the JIT build of the kernel in a fresh tree: about 6 CPU-s
 def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
     from pipeline import stats
 
