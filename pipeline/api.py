@@ -299,7 +299,7 @@ def score(
     Composition of :mod:`pipeline.engine` (plan, split/check/score on the chosen engine),
     :mod:`pipeline.aggregate` and :mod:`pipeline.io` (staging, atomic publish). Output:
     ``output/examples/part-*.parquet``, ``output/aggregate.parquet``,
-    ``output/manifest.json``, then ``output/_SUCCESS`` (docs/scoring.md lists every column).
+    ``output/manifest.json``, then ``output/_SUCCESS`` (docs/outputs.md lists every column).
 
     Work goes to a staging directory beside ``output`` (named after the inputs and settings)
     and is moved into place when complete. When a run is interrupted (killed driver,

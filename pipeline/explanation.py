@@ -21,6 +21,7 @@ from typing import Any
 
 from pipeline.errors import ConfigError
 from pipeline.metrics import registry
+from pipeline.metrics.base import explainer_of
 from pipeline.metrics.explanation import (
     Listing,
     MetricExplanation,
@@ -128,7 +129,7 @@ def explain(prediction: str | None, references: Sequence[str | None], *,
     flat = checked.option_map
     out: dict[str, MetricExplanation] = {}
     for family, names in registry.by_family(checked.metrics):
-        explainer = getattr(family, "explain", None)
+        explainer = explainer_of(family)
         if explainer is None:
             raise ConfigError(f"the {family.name} family does not explain its metrics "
                               f"({', '.join(names)})")

@@ -138,8 +138,8 @@ Examples:
   overlap score preds/ --references refs/ --output runs/r155 --rouge155 "-n 4 -w 1.2 -m"
 
 \b
-Details: docs/scoring.md (inputs, output columns, bad input, resuming),
-docs/metrics.md (every metric and option)."""
+Details: docs/scoring.md (inputs, options), docs/outputs.md (columns),
+docs/failures.md (bad input, resuming), docs/metrics.md (every metric and option)."""
 
 
 @main.command("score", epilog=_SCORE_EPILOG)

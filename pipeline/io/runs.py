@@ -27,7 +27,6 @@ pyarrow's filesystems open (``s3://``, ``gs://``, ``file://``; others through fs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -42,6 +41,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import ExecutionError, InputError, OutputExistsError
+from pipeline.io.checksum import file_sha256
 from pipeline.io.manifest import check_manifest, input_files, read_manifest
 from pipeline.io.read import input_dataset
 from pipeline.io.schema import RUN_ID_KEY
@@ -53,7 +53,6 @@ EXAMPLES_DIR = "examples"
 SIGNATURE_KEY = b"overlap.signature"
 AGGREGATE_NAME = "aggregate.parquet"
 CHECKSUM_FIELD = "sha256"
-_HASH_CHUNK = 1 << 20
 TEXT_COLUMN = "prediction"
 COMPARE_PARQUET = "compare.parquet"
 COMPARE_JSON = "compare.json"
@@ -135,20 +134,6 @@ def _columns_setting(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(str(c) for c in value)
     return ()
-
-
-def file_sha256(fs: pafs.FileSystem, path: str) -> str:
-    """The SHA-256 of a file's bytes, hex (read in 1 MiB chunks).
-
-    Raises:
-        OSError: the file cannot be read.
-
-    """
-    digest = hashlib.sha256()
-    with fs.open_input_stream(path) as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _example_files(fs: pafs.FileSystem, root: str, path: str) -> list[str]:

@@ -260,12 +260,15 @@ class MetricFamily(Protocol):
     :func:`reference_lists`), so a family may read the texts' bytes without Python strings.
     Other families get Python lists, converted once per batch for all of them.
 
-    Optional method ``explain(prediction, references, metrics, options)``: why one example
-    scored what it did, as ``{metric: MetricExplanation}``
+    Optional attribute ``explainer``: the ``"module:function"`` path of the function that
+    explains why one example scored what it did, called as
+    ``function(prediction, references, metrics, options)`` and returning
+    ``{metric: MetricExplanation}``
     (:class:`pipeline.metrics.explanation.MetricExplanation`: the matched units per
     reference, and measures and statistics named and valued as the family's columns);
-    ``overlap explain`` and the report's marked words use it. A family without it is
-    scored but not explained.
+    ``overlap explain`` and the report's marked words use it (see :func:`explainer_of`). The
+    family names its explainer by path and never imports it: the explainer depends on the
+    family, not the other way round. A family without one is scored but not explained.
 
     """
 
@@ -339,6 +342,8 @@ class Family:
         notes: its data notes, in the order they are written and printed.
         trailing_signature_fields: signature fields written after ``seed`` rather than
             after ``metrics`` (where ROUGE's ``split`` and ``maxtok`` have always been).
+        explainer: ``"module:function"`` of its explanation (see :class:`MetricFamily`),
+            imported on first use; None when the family is not explained.
 
     """
 
@@ -349,6 +354,7 @@ class Family:
     presets: ClassVar[tuple[Preset, ...]] = ()
     notes: ClassVar[tuple[DataNote, ...]] = ()
     trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
+    explainer: ClassVar[str | None] = None
 
     def serves(self, metric: str) -> bool:
         """True when ``metric`` is one of this family's names (:attr:`pattern` or ``names``)."""
@@ -436,6 +442,32 @@ def check_texts(texts: Sequence[Any], *, name: str) -> None:
         if t is not None and not isinstance(t, str):
             raise TypeError(f"{name}[{i}] must be a str (or None), got {type(t).__name__} "
                             f"{_short(t)}")
+
+
+def explainer_of(family: MetricFamily) -> Callable[..., dict[str, Any]] | None:
+    """The function explaining ``family``'s metrics on one example, imported on first use.
+
+    Args:
+        family: a registered family; its optional ``explainer`` attribute is a
+            ``"module:function"`` path (see :class:`MetricFamily`).
+
+    Returns:
+        ``function(prediction, references, metrics, options) -> {metric: MetricExplanation}``,
+        or None when the family declares no explainer.
+
+    Raises:
+        ImportError: the declared module cannot be imported.
+        AttributeError: the module has no such function.
+
+    """
+    path = getattr(family, "explainer", None)
+    if path is None:
+        return None
+    import importlib
+
+    module, _, function = str(path).partition(":")
+    explain: Callable[..., dict[str, Any]] = getattr(importlib.import_module(module), function)
+    return explain
 
 
 def reference_lists(references: Any) -> list[list[str | None]]:

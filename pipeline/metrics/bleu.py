@@ -25,6 +25,7 @@ import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
+from pipeline.metrics import floats
 from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
 from pipeline.metrics.hashing import (
     clear,
@@ -200,8 +201,10 @@ def bleu_breakdown(stats: np.ndarray, *, smooth: str = "exp",
     correct = rows[:, 2:2 + MAX_ORDER].copy()
     total = rows[:, 2 + MAX_ORDER:].copy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        bp = np.where(sys_len < ref_len,
-                      np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+        short = (sys_len < ref_len) & (sys_len > 0)
+        bp = np.where(sys_len < ref_len, 0.0, 1.0)
+        # the C library's exp, as sacrebleu's math.exp, the same on every CPU (see floats)
+        bp[short] = floats.exp(1 - ref_len[short] / sys_len[short])
         ratio = np.where(ref_len > 0, sys_len / np.where(ref_len > 0, ref_len, 1.0), 0.0)
         precisions = np.zeros_like(correct)
         mteval = np.ones(len(rows))  # sacrebleu's smooth_mteval, per row
@@ -375,6 +378,8 @@ class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.bleu_explain:explain_bleu"
     names = NAMES
     options = OPTIONS
 
@@ -428,16 +433,6 @@ class BleuFamily(Family):
                                                       effective_order=True),
                    **self.statistic_columns("bleu", STATISTICS, stats)}
         return FamilyScores(self.columns_of(columns, metrics))
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: clipped n-grams per order, lengths, brevity penalty.
-
-        See :func:`pipeline.metrics.bleu_explain.explain_bleu`.
-        """
-        from pipeline.metrics.bleu_explain import explain_bleu
-
-        return explain_bleu(prediction, references, metrics, options)
 
 
 FAMILY = BleuFamily()

@@ -153,6 +153,8 @@ class Squad(Family):
     """The ``squad`` family: ``token_f1`` and ``exact_match`` (no options)."""
 
     name = "squad"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.squad_explain:explain_squad"
     names = NAMES
     options = OPTIONS
 
@@ -179,16 +181,6 @@ class Squad(Family):
               options: Mapping[str, Any]) -> FamilyScores:
         """The columns of ``metrics`` (see :func:`squad_scores`); texts normalized once."""
         return FamilyScores(self.columns_of(squad_scores(predictions, references), metrics))
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: the normalized tokens and the shared multiset per reference.
-
-        See :func:`pipeline.metrics.squad_explain.explain_squad`.
-        """
-        from pipeline.metrics.squad_explain import explain_squad
-
-        return explain_squad(prediction, references, metrics, options)
 
 
 FAMILY = Squad()

@@ -360,7 +360,8 @@ def _explain_pair(prediction: str | None, references: list[str | None], metric: 
     from pipeline.explanation import explain, run_settings
     from pipeline.metrics.registry import family_of
 
-    if prediction is None or not references or not hasattr(family_of(metric), "explain"):
+    explained = getattr(family_of(metric), "explainer", None) is not None
+    if prediction is None or not references or not explained:
         return None
     return explain(prediction, references, **{**run_settings(config), "metrics": (metric,)})
 
@@ -383,7 +384,7 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         refs, refs_note = {}, str(err)
     from pipeline.metrics.registry import family_of
 
-    marking = hasattr(family_of(metric), "explain")
+    marking = getattr(family_of(metric), "explainer", None) is not None
     legend = ('<p class="legend muted">Words matched under ' + esc(metric) + ': '
               '<mark class="base">by the baseline</mark><mark class="cand">by this run</mark>'
               '<mark>by both</mark> (predictions: their units matched in the reference shown; '

@@ -459,7 +459,8 @@ def _fingerprint(run: Any, *, day: date, signature: str,
     import hashlib
     import posixpath
 
-    from pipeline.io.runs import AGGREGATE_NAME, file_sha256
+    from pipeline.io.checksum import file_sha256
+    from pipeline.io.runs import AGGREGATE_NAME
 
     sums = dict(run.checksums)
     try:

@@ -42,6 +42,7 @@ from pipeline.metrics.explanation import (
     gram_items,
     matched_positions,
     ngrams,
+    union_pairs,
 )
 from pipeline.metrics.rouge.family import (
     _SENTENCE_END,
@@ -141,28 +142,6 @@ def explain_lcs(prediction: Sequence[str], reference: Sequence[str], *, index: i
                  [r for _, r in pairs],
                  [("LCS (pred pos, ref pos)", [f"{prediction[a]} ({a},{b})"
                                                for a, b in pairs])])
-
-
-def union_pairs(ref: Sequence[str], ref_sentences: Sequence[tuple[int, int]],
-                pred: Sequence[str], pred_sentences: Sequence[tuple[int, int]]) -> list[int]:
-    """Per reference position, the prediction position it pairs with in the union, or -1.
-
-    Each reference sentence's LCS with each prediction sentence in order (rouge-score's
-    backtrack, :func:`lcs_pairs`), the first prediction sentence to take a position
-    pairing it; computed by :func:`pipeline.metrics.rouge.lcs.union_lcs_alignment` in one call.
-    """
-    if not ref:
-        return []
-    from pipeline.compiled import kernel
-
-    ids: dict[str, int] = {}
-    encoded = np.fromiter((ids.setdefault(t, len(ids)) for t in [*ref, *pred]),
-                          dtype=np.int32, count=len(ref) + len(pred))
-    bounds = [np.array(list(b), dtype=np.int64).reshape(-1, 2)
-              for b in (ref_sentences, pred_sentences)]
-    first = kernel("union_lcs_alignment")(encoded, len(ref), bounds[0], bounds[1],
-                                           max(len(ids), 1))
-    return [int(p) for p in first.tolist()]
 
 
 def explain_summary_lcs(prediction: Tokens, reference: Tokens, *, index: int = 0

@@ -135,6 +135,8 @@ class Rouge(Family):
     """The ROUGE family (see the module docstring); stateless."""
 
     name = "rouge"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.rouge.explain:explain_rouge"
     names = NAMES
     pattern = _NAME
     options = OPTIONS
@@ -254,16 +256,6 @@ class Rouge(Family):
         return FamilyScores(columns, truncated,
                             {"zero_token_texts": batch.n_zero_token_texts,
                              "one_line_multi_sentence_texts": one_line})
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: n-grams, LCS alignment or union-LCS hits per reference.
-
-        See :func:`pipeline.metrics.rouge.explain.explain_rouge`.
-        """
-        from pipeline.metrics.rouge.explain import explain_rouge
-
-        return explain_rouge(prediction, references, metrics, options)
 
 
 def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
