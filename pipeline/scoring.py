@@ -356,7 +356,8 @@ class Scorer:
                 given = {c: _values(columns, c) for c in wanted}
                 if lists is None:
                     lists = (text_list(predictions), reference_lists(references))
-                out = family.score(lists[0], lists[1], metrics, options, columns=given)
+                out = cast(Any, family).score(lists[0], lists[1], metrics, options,
+                                              columns=given)
             elif arrow and getattr(family, "reads_arrow", False):
                 out = family.score(predictions, cast(Any, references), metrics, options)
             else:

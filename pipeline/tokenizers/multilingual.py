@@ -95,12 +95,10 @@ def check_language(name: str) -> str:
     return canonical
 
 
-def _require(module: str, language: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ConfigError(f"language {language!r} needs the {EXTRA!r} extra ({module} is "
-                          f"not installed): {INSTALL_HINT}") from None
+def _missing(module: str, language: str) -> ConfigError:
+    """The one-line error for a language whose extra is not installed (exit 2)."""
+    return ConfigError(f"language {language!r} needs the {EXTRA!r} extra ({module} is not "
+                       f"installed): {INSTALL_HINT}")
 
 
 # --- step 2: the BERT clean-up, as one str.translate table ------------------------------
@@ -201,21 +199,30 @@ def burmese_syllables(text: str) -> list[str]:
 
 
 def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
-    fugashi = _require("fugashi", "japanese")
-    module = "unidic_lite" if dictionary == "unidic-lite" else "unidic"
-    dic = _require(module, "japanese")
+    try:
+        import fugashi
+
+        if dictionary == "unidic-lite":
+            import unidic_lite as dic
+        else:  # full UniDic: installed (and downloaded) by the user, not in the extra
+            dic = importlib.import_module("unidic")
+    except ImportError as e:
+        raise _missing(e.name or "fugashi", "japanese") from None
     dicdir = dic.DICDIR
     rc = os.path.join(dicdir, "mecabrc")
     if not os.path.exists(rc):
         raise ConfigError(f"the {dictionary} dictionary is not installed at {dicdir}",
-                          hint="python -m unidic download" if module == "unidic"
+                          hint="python -m unidic download" if dictionary == "unidic"
                           else INSTALL_HINT)
     tagger = fugashi.GenericTagger(f'-r "{rc}" -d "{dicdir}" -O wakati -b 50000')
     return lambda text: tagger.parse(text).split()
 
 
 def _chinese() -> Callable[[str], list[str]]:
-    jieba = _require("jieba", "chinese")
+    try:
+        import jieba
+    except ImportError:
+        raise _missing("jieba", "chinese") from None
     import logging
 
     jieba.setLogLevel(logging.WARNING)
@@ -225,7 +232,10 @@ def _chinese() -> Callable[[str], list[str]]:
 
 
 def _thai() -> Callable[[str], list[str]]:
-    tokenize = _require("pythainlp.tokenize", "thai").word_tokenize
+    try:
+        from pythainlp.tokenize import word_tokenize as tokenize
+    except ImportError:
+        raise _missing("pythainlp", "thai") from None
     return lambda text: tokenize(text, engine="newmm")
 
 
@@ -353,7 +363,11 @@ def _snowball(language: str) -> Callable[[str], str]:
 
 
 def _turkish() -> Callable[[str], str]:
-    return _require("TurkishStemmer", "turkish").TurkishStemmer().stem
+    try:
+        from TurkishStemmer import TurkishStemmer
+    except ImportError:
+        raise _missing("TurkishStemmer", "turkish") from None
+    return TurkishStemmer().stem
 
 
 def _stemmer(language: str) -> Callable[[str], str] | None:
@@ -416,7 +430,11 @@ class LanguageTokenizer:
         """
         if self._loaded:
             return
-        self._pretokenizer = _require("pyonmttok", self.language).Tokenizer("aggressive")
+        try:
+            import pyonmttok
+        except ImportError:
+            raise _missing("pyonmttok", self.language) from None
+        self._pretokenizer = pyonmttok.Tokenizer("aggressive")
         self._segment = _segmenter(self.language, self.japanese_dictionary)
         self._stemmer = _stemmer(self.language) if self.stem else None
         self._cache: dict[str, list[str]] = {}
@@ -531,12 +549,6 @@ def get_language_tokenizer(language: str, *, stem: bool = False,
     return tokenizer
 
 
-__all__ = ["ALIASES", "EXTRA", "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS",
-           "SNOWBALL_LANGUAGES", "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem",
-           "burmese_syllables", "canonical_language", "check_installed", "check_language",
-           "clean_words", "get_language_tokenizer", "hindi_stem", "package_version",
-           "required_modules", "signature_versions", "snowball_stopwords"]
-
 
 
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
@@ -564,8 +576,7 @@ def check_installed(language: str, *, stem: bool, japanese_dictionary: str = "un
     for module in required_modules(language, stem=stem,
                                    japanese_dictionary=japanese_dictionary):
         if importlib.util.find_spec(module) is None:
-            raise ConfigError(f"language {language!r} needs the {EXTRA!r} extra ({module} "
-                              f"is not installed): {INSTALL_HINT}")
+            raise _missing(module, language)
 
 
 def signature_versions(language: str | None, *, stem: bool,
@@ -590,3 +601,10 @@ def signature_versions(language: str | None, *, stem: bool,
         elif kind == "turkishstemmer":
             names.append("TurkishStemmer")
     return "+".join(f"{n.lower()}-{package_version(n)}" for n in names)
+
+
+__all__ = ["ALIASES", "EXTRA", "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS",
+           "SNOWBALL_LANGUAGES", "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem",
+           "burmese_syllables", "canonical_language", "check_installed", "check_language",
+           "clean_words", "get_language_tokenizer", "hindi_stem", "package_version",
+           "required_modules", "signature_versions", "snowball_stopwords"]

@@ -283,11 +283,11 @@ class Rouge(Family):
         stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
                             pair_pred, pair_ref, codes, batch.vocab_size)
         combined = combine_references(stats, n_refs, rule=options["multi_reference"])
-        columns = {}
+        scored: dict[str, np.ndarray] = {}
         for k, m in enumerate(metrics):
             for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
-                columns[f"{m}_{x}"] = combined[x][:, k]
-        return FamilyScores(columns, truncated,
+                scored[f"{m}_{x}"] = combined[x][:, k]
+        return FamilyScores(scored, truncated,
                             {"zero_token_texts": batch.n_zero_token_texts,
                              "one_line_multi_sentence_texts": one_line})
 
@@ -384,7 +384,7 @@ def score_languages(predictions: Sequence[str | None],
         warnings.warn(f"{zero} non-empty texts produced no tokens with language "
                       f"{options['language']!r}", ZeroTokenWarning, stacklevel=3)
     combined = combine_references(stats, n_refs, rule=options["multi_reference"])
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for k, m in enumerate(metrics):
         for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
             out[f"{m}_{x}"] = combined[x][:, k]
