@@ -191,6 +191,7 @@ def burmese_syllables(text: str) -> list[str]:
     return joined.replace(f" {_BURMESE_VIRAMA} ", _BURMESE_VIRAMA).split()
 
 
+@cache
 def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
     try:
         import fugashi
@@ -211,7 +212,9 @@ def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
     return lambda text: tagger.parse(text).split()
 
 
+@cache
 def _chinese() -> Callable[[str], list[str]]:
+    """jieba's default dictionary, loaded once per process (a second or two)."""
     try:
         import jieba
     except ImportError:
@@ -224,6 +227,7 @@ def _chinese() -> Callable[[str], list[str]]:
     return lambda text: list(tokenizer.cut(text))
 
 
+@cache
 def _thai() -> Callable[[str], list[str]]:
     try:
         from pythainlp.tokenize import word_tokenize as tokenize
