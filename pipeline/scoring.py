@@ -232,6 +232,19 @@ class ScoringSettings:
         """The requested metrics' specs, in output order."""
         return registry.specs(self.metrics, self.option_map)
 
+    def input_columns(self) -> tuple[str, ...]:
+        """Predictions columns the families read besides the texts, in family order.
+
+        E.g. ``--language column:lang``; the engine carries them to the scorer and the
+        examples (so a run can be grouped by them).
+        """
+        options = self.option_map
+        out: list[str] = []
+        for family, _ in registry.by_family(self.metrics):
+            if hasattr(family, "input_columns"):
+                out += [c for c in family.input_columns(options) if c not in out]
+        return tuple(out)
+
     def signature_fields(self) -> dict[str, str]:
         """The families' signature fields (see :func:`pipeline.signature.build_signature`)."""
         return registry.signature_fields(self.metrics, self.option_map)

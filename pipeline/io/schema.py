@@ -280,6 +280,10 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
     carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
                                            if c not in config.group_by)
+    # columns the scoring reads (--language column:COL) ride along to the examples too
+    scoring = getattr(config, "scoring", None)
+    read = scoring.input_columns() if hasattr(scoring, "input_columns") else ()
+    carry += tuple(c for c in read if c not in carry)
     written = set(RESERVED_COLUMNS) | set(written_columns)
     for c in carry:
         if c in written or c in (id_col, pred_col, ref_col) \

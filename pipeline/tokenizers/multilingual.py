@@ -214,7 +214,7 @@ def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
 
 @cache
 def _chinese() -> Callable[[str], list[str]]:
-    """jieba's default dictionary, loaded once per process (a second or two)."""
+    """The jieba segmenter with its default dictionary, loaded once per process."""
     try:
         import jieba
     except ImportError:
