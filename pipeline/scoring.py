@@ -251,8 +251,9 @@ class ScoringSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML/JSON values keyed as in the config file."""
+        omitted = {o.key: o.default for o in registry.options() if o.omit_default}
         return {"metrics": list(self.metrics), **{p.key: None for p in registry.presets()},
-                **dict(self.options),
+                **{k: v for k, v in self.options if k not in omitted or v != omitted[k]},
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
 

@@ -115,6 +115,9 @@ class Option:
         choices: the allowed values of a str option (empty: any string).
         minimum: the smallest allowed value of an int or float option (None: no bound).
         kind: the value type when ``default`` is None (str, int or float).
+        omit_default: left out of a run's written config (``manifest.json``) while at its
+            default, so the outputs of runs that do not use an option added later stay
+            byte for byte as they were (reading the config back gives the default).
 
     """
 
@@ -124,6 +127,7 @@ class Option:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     kind: type | None = None
+    omit_default: bool = False
 
     @property
     def type(self) -> type:

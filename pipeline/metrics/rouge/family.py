@@ -69,15 +69,16 @@ OPTIONS = (
            "this language (multilingual-rouge 0.0.1): chinese, japanese, thai, burmese "
            "(segmenters), hindi, bengali, turkish and NLTK's Snowball languages (stemmers), "
            "or any other name (the fallback tokenizer); column:COL takes each row's language "
-           "from the predictions column COL. Needs the 'multilingual' extra.", kind=str),
+           "from the predictions column COL. Needs the 'multilingual' extra.", kind=str,
+           omit_default=True),
     Option("xlsum_rougelsum", False, "With --language: rougeLsum as XL-Sum's own code "
            "computes it (each line lower-cased, cleaned and stemmed but NOT segmented), to "
            "reproduce XL-Sum's published rougeLsum; default: each line through the full "
-           "language tokenizer."),
+           "language tokenizer.", omit_default=True),
     Option("japanese_dictionary", "unidic-lite", "With --language japanese: fugashi's "
            "dictionary, unidic-lite (installed with the 'multilingual' extra) or unidic "
            "(full UniDic, installed and downloaded by you).",
-           choices=("unidic-lite", "unidic")),
+           choices=("unidic-lite", "unidic"), omit_default=True),
     Option("case_sensitive", False, "Keep case when tokenizing for ROUGE (signature "
            "case:mixed); false lowercases (case:lc)."),
     Option("multi_reference", "max", "How several references combine for ROUGE: max "
