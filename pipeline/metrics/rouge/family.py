@@ -136,15 +136,21 @@ def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 # What the counts in FamilyScores.counts tell a user (summary, report; manifest counts).
 NOTES = (
     DataNote("zero_token_texts", "{n} non-empty texts produced no token with tokenizer "
-             "{tokenizer} (try --tokenizer unicode)",
-             "{n} non-empty text produced no token with tokenizer {tokenizer} (try "
-             "--tokenizer unicode)"),
+             "{tokenizer}, so their ROUGE is 0 (for text not in Latin script: --language "
+             "LANG, XL-Sum's per-language tokenizer, or --tokenizer unicode)",
+             "{n} non-empty text produced no token with tokenizer {tokenizer}, so its ROUGE "
+             "is 0 (for text not in Latin script: --language LANG, XL-Sum's per-language "
+             "tokenizer, or --tokenizer unicode)", loud=True),
     DataNote("one_line_multi_sentence_texts", "{n} texts have several sentences on one line: "
              "rougeLsum splits on newlines only, so for them it equals rougeL "
              "(--sentence-split punctuation splits after . ! ?)",
              "{n} text has several sentences on one line: rougeLsum splits on newlines "
              "only, so for that text it equals rougeL (--sentence-split punctuation splits "
              "after . ! ?)"),
+    DataNote("zero_token_texts_language", "{n} non-empty texts produced no token with "
+             "--language {language}, so their ROUGE is 0 (is it the texts' language?)",
+             "{n} non-empty text produced no token with --language {language}, so its ROUGE "
+             "is 0 (is it the text's language?)", loud=True, omit_zero=True),
 )
 
 
@@ -275,10 +281,12 @@ class Rouge(Family):
             truncated = np.zeros(n, dtype=bool)
             truncated[example_of_text[cut]] = True
         if batch.n_zero_token_texts:
-            hint = " (try tokenizer 'unicode')" if options["tokenizer"] != "unicode" else ""
+            hint = (" (for text not in Latin script: language='LANG', XL-Sum's per-language "
+                    "tokenizer, or tokenizer='unicode')" if options["tokenizer"] != "unicode"
+                    else "")
             warnings.warn(f"{batch.n_zero_token_texts} non-empty texts produced no tokens "
-                          f"with tokenizer {options['tokenizer']!r}{hint}", ZeroTokenWarning,
-                          stacklevel=3)
+                          f"with tokenizer {options['tokenizer']!r}{_scripts(texts, batch)}{hint}",
+                          ZeroTokenWarning, stacklevel=3)
         pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
         pair_ref = np.arange(n, len(texts), dtype=np.int64)
         stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
@@ -301,6 +309,28 @@ class Rouge(Family):
         from pipeline.metrics.rouge.explain import explain_rouge
 
         return explain_rouge(prediction, references, metrics, options)
+
+
+def _scripts(texts: Sequence[str | None] | pa.Array, batch: Any) -> str:
+    """`` (scripts: CYRILLIC, CJK)``: the scripts of the texts that produced no token.
+
+    Only for the warning's text: the first letter's script of each text without a token
+    (at most 1,000 of them are looked at).
+    """
+    from pipeline.tokenizers.scripts import letter_script
+
+    zero = np.flatnonzero(batch.text_token_counts() == 0)[:1000]
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        chosen = texts.take(pa.array(zero)).to_pylist()
+    else:
+        chosen = [texts[i] for i in zero.tolist()]
+    found: dict[str, None] = {}
+    for t in chosen:
+        if t and not t.isascii():
+            script = letter_script(t)
+            if script and script != "LATIN":
+                found.setdefault(script)
+    return f" (scripts: {', '.join(found)})" if found else ""
 
 
 def language_signature_fields(options: Mapping[str, Any]) -> dict[str, str]:
@@ -389,8 +419,7 @@ def score_languages(predictions: Sequence[str | None],
     for k, m in enumerate(metrics):
         for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
             out[f"{m}_{x}"] = combined[x][:, k]
-    return FamilyScores(out, truncated, {"zero_token_texts": zero,
-                                         "one_line_multi_sentence_texts": 0})
+    return FamilyScores(out, truncated, {"zero_token_texts_language": zero})
 
 
 def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
