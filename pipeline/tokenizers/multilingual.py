@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,16 +137,16 @@ def clean_words(text: str) -> list[str]:
     return text.translate(_CLEAN).split()
 
 
-def _is_cjk_ideograph(cp: int) -> bool:
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2CEAF or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+# BERT's "Chinese character" ranges (CJK Unified Ideographs and extensions, compatibility)
+_CJK_IDEOGRAPH = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df"
+                            "\U0002a700-\U0002ceaf\uf900-\ufaff\U0002f800-\U0002fa1f]")
 
 
 def _split_ideographs(text: str) -> list[str]:
     """White-space split, with every CJK ideograph (BERT's ranges) a token of its own."""
-    if not any(_is_cjk_ideograph(ord(c)) for c in text):
+    if _CJK_IDEOGRAPH.search(text) is None:
         return text.split()
-    return "".join(f" {c} " if _is_cjk_ideograph(ord(c)) else c for c in text).split()
+    return _CJK_IDEOGRAPH.sub(r" \g<0> ", text).split()
 
 
 # --- step 3: segmenters -------------------------------------------------------------------
@@ -212,9 +213,18 @@ def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
     return lambda text: tagger.parse(text).split()
 
 
+_JIEBA_BLOCKS: dict[str, list[str]] = {}
+
+
 @cache
 def _chinese() -> Callable[[str], list[str]]:
-    """The jieba segmenter with its default dictionary, loaded once per process."""
+    """The jieba segmenter with its default dictionary, loaded once per process.
+
+    ``jieba.cut`` segments each block of its block pattern (``jieba.re_han_default``: runs
+    of Han characters, ASCII letters and digits) on its own and passes the rest through, so
+    the tokens of a text are those of its blocks in turn: blocks are memoized (clauses
+    repeat across texts), which is the same segmentation for less work.
+    """
     try:
         import jieba
     except ImportError:
@@ -224,7 +234,24 @@ def _chinese() -> Callable[[str], list[str]]:
     jieba.setLogLevel(logging.WARNING)
     tokenizer = jieba.Tokenizer()
     tokenizer.initialize()
-    return lambda text: list(tokenizer.cut(text))
+    blocks = jieba.re_han_default
+    memo = _JIEBA_BLOCKS
+
+    def segment(text: str) -> list[str]:
+        out: list[str] = []
+        for block in blocks.split(text):
+            if not block:
+                continue
+            words = memo.get(block)
+            if words is None:
+                words = list(tokenizer.cut(block))
+                if len(memo) >= _CACHE_MAX:
+                    memo.clear()
+                memo[block] = words
+            out += words
+        return out
+
+    return segment
 
 
 @cache
@@ -548,6 +575,16 @@ def get_language_tokenizer(language: str, *, stem: bool = False,
 
 
 
+def clear_caches() -> None:
+    """Forget every memoized token list (segmenters stay loaded); for benchmarks and tests."""
+    _JIEBA_BLOCKS.clear()
+    for tokenizer in _TOKENIZERS.values():
+        if tokenizer._loaded:
+            tokenizer._cache.clear()
+            tokenizer._xlsum_cache.clear()
+            tokenizer._stem_cache.clear()
+
+
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
                      ) -> tuple[str, ...]:
     """The modules a language's tokenizer imports (all from the ``multilingual`` extra)."""
@@ -603,5 +640,5 @@ def signature_versions(language: str | None, *, stem: bool,
 __all__ = ["ALIASES", "EXTRA", "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS",
            "SNOWBALL_LANGUAGES", "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem",
            "burmese_syllables", "canonical_language", "check_installed", "check_language",
-           "clean_words", "get_language_tokenizer", "hindi_stem", "package_version",
+           "clean_words", "clear_caches", "get_language_tokenizer", "hindi_stem", "package_version",
            "required_modules", "signature_versions", "snowball_stopwords"]
