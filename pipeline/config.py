@@ -237,12 +237,13 @@ class ScoreConfig:
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain YAML/JSON values, keyed as in the config file.
 
-        The keys are :data:`CONFIG_KEYS`, in that order; ``resolve_config(to_dict())``
-        rebuilds an equal config.
+        The keys are :data:`CONFIG_KEYS`, in that order (less the family options declared
+        ``omit_default`` that are at their default); ``resolve_config(to_dict())`` rebuilds
+        an equal config.
         """
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "scoring"}
         values.update(self.scoring.to_dict())
-        out = {key: values[key] for key in CONFIG_KEYS}
+        out = {key: values[key] for key in CONFIG_KEYS if key in values}
         for key in ("group_by", "keep_columns"):
             out[key] = list(out[key])
         out["runtime_env"] = dict(self.runtime_env) if self.runtime_env else None

@@ -165,9 +165,13 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _tokens_line(label: str, t: Tokens) -> str:
+def _tokens_line(label: str, t: Tokens, *, shown: bool = False) -> str:
     lines = sum(1 for a, b in t.sentences if b > a)
     extra = f", {_count(lines, 'sentence')}" if len(t.sentences) > 1 else ""
+    if shown:  # per-language tokens (--language): quoted, so a ' ' token is seen
+        listed = t.tokens[:60]
+        extra += ": " + " ".join(repr(x) for x in listed) + (" ..." if len(t.tokens) > 60
+                                                             else "")
     return f"{label}: {_count(len(t.tokens), 'token')}{extra}"
 
 
@@ -232,8 +236,9 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     out = [f"settings: {sig}"]
     for name, (pred, refs) in e.views.items():
         out.append(f"tokens ({name})")
-        out.append("  " + _tokens_line("prediction", pred))
-        out += ["  " + _tokens_line(f"reference {i}", r) for i, r in enumerate(refs)]
+        out.append("  " + _tokens_line("prediction", pred, shown=name.startswith("xlsum")))
+        out += ["  " + _tokens_line(f"reference {i}", r, shown=name.startswith("xlsum"))
+                for i, r in enumerate(refs)]
     for name, m in e.metrics.items():
         out += ["", f"{name}: {_values(m.measures, m.statistics)}; {_rule(m)}"]
         out += _wrap(m.listing, width, 2)

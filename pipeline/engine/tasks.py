@@ -579,9 +579,12 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
     with warnings.catch_warnings(record=True) as caught:
         # The scorer's data warnings become counts in the manifest, not worker log lines.
         warnings.simplefilter("ignore", DataWarning)
+        read = settings.input_columns()
         for lo in range(0, n, SCORE_BATCH_ROWS):
             batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
-                                       joined.references.slice(lo, SCORE_BATCH_ROWS))
+                                       joined.references.slice(lo, SCORE_BATCH_ROWS),
+                                       columns={c: preds.column(c).slice(lo, SCORE_BATCH_ROWS)
+                                                for c in read} or None)
             scored.append(batch.table)
             cut.append(batch.truncated if batch.truncated is not None
                        else np.zeros(batch.table.num_rows, dtype=bool))
@@ -657,5 +660,7 @@ def aggregate_resamples(uri: str, columns: Sequence[str], group_by: Sequence[str
 
 def warm_up(settings: ScoringSettings) -> int:
     """Build this worker's scorer and load its compiled kernels; returns the process id."""
-    _scorer(settings).score_batch(["warm up"], [["warm up"]])
+    # a per-row column the scoring reads gets a placeholder value (e.g. a language name)
+    _scorer(settings).score_batch(["warm up"], [["warm up"]],
+                                  columns={c: ["english"] for c in settings.input_columns()})
     return os.getpid()

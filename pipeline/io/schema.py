@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -277,6 +277,10 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
     carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
                                            if c not in config.group_by)
+    # columns the scoring reads (--language column:COL) ride along to the examples too
+    scoring: Any = getattr(config, "scoring", None)
+    read = scoring.input_columns() if hasattr(scoring, "input_columns") else ()
+    carry += tuple(c for c in read if c not in carry)
     written = set(RESERVED_COLUMNS) | set(written_columns)
     for c in carry:
         if c in written or c in (id_col, pred_col, ref_col) \

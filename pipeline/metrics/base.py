@@ -115,6 +115,9 @@ class Option:
         choices: the allowed values of a str option (empty: any string).
         minimum: the smallest allowed value of an int or float option (None: no bound).
         kind: the value type when ``default`` is None (str, int or float).
+        omit_default: left out of a run's written config (``manifest.json``) while at its
+            default, so the outputs of runs that do not use an option added later stay
+            byte for byte as they were (reading the config back gives the default).
 
     """
 
@@ -124,6 +127,7 @@ class Option:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     kind: type | None = None
+    omit_default: bool = False
 
     @property
     def type(self) -> type:
@@ -197,12 +201,20 @@ class DataNote:
         message: the note, a :meth:`str.format` template over ``n`` (the count) and the
             run's config keys (e.g. ``{tokenizer}``).
         message_one: the note when ``n`` is 1, its words agreeing (default: ``message``).
+        loud: the count means scores of 0 that say nothing about the texts (e.g. non-Latin
+            text under a tokenizer that keeps only ``[a-z0-9]``): printed as a warning on
+            stderr as soon as the run is scored and first in the summary, not as a last
+            note.
+        omit_zero: left out of the manifest's ``counts`` while 0 (notes added after the
+            stored outputs of earlier runs, which stay byte for byte).
 
     """
 
     key: str
     message: str
     message_one: str | None = None
+    loud: bool = False
+    omit_zero: bool = False
 
     def text(self, n: int, config: Mapping[str, Any]) -> str:
         """The note for a count of ``n`` under a run's config (its manifest's ``config``)."""

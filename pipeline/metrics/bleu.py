@@ -17,6 +17,7 @@ Techniques for Sentence-Level BLEU"; code: sacrebleu 2.x ``metrics/bleu.py``
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -26,7 +27,7 @@ import numpy as np
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import floats
-from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import DataNote, DataWarning, Family, FamilyScores, MetricSpec, Option
 from pipeline.metrics.hashing import (
     clear,
     extend_hash,
@@ -36,6 +37,7 @@ from pipeline.metrics.hashing import (
     take_at,
 )
 from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_mt
+from pipeline.tokenizers.scripts import count_unsegmented
 
 MAX_ORDER = 4
 NAMES = ("bleu",)
@@ -374,6 +376,22 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                                 effective_order=True)
 
 
+NOTES = (
+    DataNote("bleu_unsegmented_texts", "{n} texts are in a script written without spaces "
+             "(Chinese, Japanese, Thai...) that BLEU tokenizer {bleu_tokenize} does not split: "
+             "each run of it is one word, so BLEU is near 0 (--bleu-tokenize zh for Chinese, "
+             "char for the others)",
+             "{n} text is in a script written without spaces (Chinese, Japanese, Thai...) "
+             "that BLEU tokenizer {bleu_tokenize} does not split: each run of it is one word, "
+             "so BLEU is near 0 (--bleu-tokenize zh for Chinese, char for the others)",
+             loud=True, omit_zero=True),
+)
+
+
+class UnsegmentedTextWarning(DataWarning):
+    """Texts in a script written without spaces that the BLEU tokenizer does not split."""
+
+
 class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
@@ -382,6 +400,7 @@ class BleuFamily(Family):
     explainer = "pipeline.metrics.bleu_explain:explain_bleu"
     names = NAMES
     options = OPTIONS
+    notes = NOTES
 
     def _options(self, options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
         tokenize = str(self.option(options, "bleu_tokenize"))
@@ -432,7 +451,13 @@ class BleuFamily(Family):
                                                       smooth_value=smooth_value,
                                                       effective_order=True),
                    **self.statistic_columns("bleu", STATISTICS, stats)}
-        return FamilyScores(self.columns_of(columns, metrics))
+        unsegmented = 0 if tokenize == "char" else count_unsegmented(
+            [*predictions, *(t for r in references for t in r)], han_split=tokenize == "zh")
+        if unsegmented:
+            warnings.warn(NOTES[0].text(unsegmented, {"bleu_tokenize": tokenize}),
+                          UnsegmentedTextWarning, stacklevel=3)
+        return FamilyScores(self.columns_of(columns, metrics),
+                            counts={"bleu_unsegmented_texts": unsegmented})
 
 
 FAMILY = BleuFamily()

@@ -28,11 +28,12 @@ Positions are 0-based indices into the token lists shown (after stemming and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from pipeline.errors import ConfigError
 from pipeline.metrics.explanation import (
     MetricExplanation,
     PairExplanation,
@@ -198,14 +199,19 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
         return explain_rouge155(prediction, references, metrics, options)
     rule = str(options["multi_reference"])
     split = "rougeLsum" in metrics and options["sentence_split"] == "punctuation"
-    tok = get_tokenizer(options["tokenizer"], case_sensitive=bool(options["case_sensitive"]))
+    if options.get("language"):
+        whole, lines = language_views(options, split_sentences=split)
+    else:
+        tok = get_tokenizer(options["tokenizer"],
+                            case_sensitive=bool(options["case_sensitive"]))
 
-    def view(text: str | None) -> Tokens:
-        return tokens(text, tok, stemmer=str(options["stemmer"]),
-                      max_tokens=options.get("max_tokens"), split_sentences=split)
+        def whole(text: str | None) -> Tokens:
+            return tokens(text, tok, stemmer=str(options["stemmer"]),
+                          max_tokens=options.get("max_tokens"), split_sentences=split)
 
-    pred = view(prediction)
-    refs = [view(r) for r in references]
+        lines = whole
+    pred, pred_lines = whole(prediction), lines(prediction)
+    refs, refs_lines = [whole(r) for r in references], [lines(r) for r in references]
     pairs: dict[str, list[PairExplanation]] = {}
     for metric in metrics:
         code = _code(metric)
@@ -213,7 +219,8 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
             pairs[metric] = [explain_lcs(pred.tokens, r.tokens, index=i)
                              for i, r in enumerate(refs)]
         elif code == ROUGE_LSUM:
-            pairs[metric] = [explain_summary_lcs(pred, r, index=i) for i, r in enumerate(refs)]
+            pairs[metric] = [explain_summary_lcs(pred_lines, r, index=i)
+                             for i, r in enumerate(refs_lines)]
         else:
             pairs[metric] = [explain_ngrams(pred.tokens, r.tokens, code, index=i)
                              for i, r in enumerate(refs)]
@@ -227,9 +234,61 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
         reference_index=int(combined["reference_index"][0, k]),
         measures={m: float(combined[m][0, k]) for m in MEASURES},
         statistics={s: int(combined[s][0, k]) for s in names}, pairs=pairs[metric],
-        view="rouge", prediction=pred, references=refs)
+        view=_view_name(options, metric), prediction=pred_lines if metric == "rougeLsum" else pred,
+        references=refs_lines if metric == "rougeLsum" else refs)
         for k, metric in enumerate(metrics)}
 
 
+def _view_name(options: Mapping[str, Any], metric: str) -> str:
+    """``rouge``; under ``--language``: ``xlsum`` (whole texts) or ``xlsum-lines`` (rougeLsum)."""
+    if not options.get("language"):
+        return "rouge"
+    return "xlsum-lines" if metric == "rougeLsum" else "xlsum"
+
+
+def language_views(options: Mapping[str, Any], *, split_sentences: bool
+                   ) -> tuple[Callable[[str | None], Tokens], Callable[[str | None], Tokens]]:
+    """The two views of a text under ``--language`` (whole text; rougeLsum's sentences).
+
+    The tokens are XL-Sum's per-language tokens (:mod:`pipeline.tokenizers.multilingual`),
+    shown as compared (lower-cased, segmented, stemmed; jieba's and pythainlp's ``' '``
+    tokens included, which is why a space can match); character spans are not followed
+    back (None).
+
+    Raises:
+        ConfigError: ``column:COL``: explain one example with its own language instead.
+    """
+    from pipeline.metrics.rouge.languages import language_column, line_tokens
+    from pipeline.tokenizers.multilingual import get_language_tokenizer
+
+    language = str(options["language"])
+    if language_column(language) is not None:
+        raise ConfigError("explain needs the example's language, not a column",
+                          hint="--language LANG, the row's value of the column")
+    tok = get_language_tokenizer(language, stem=options.get("stemmer") == "language",
+                                 japanese_dictionary=str(options.get("japanese_dictionary",
+                                                                     "unidic-lite")))
+    cut = options.get("max_tokens")
+
+    def whole(text: str | None) -> Tokens:
+        found = tok.tokenize(text)[:cut] if cut is not None else tok.tokenize(text)
+        return Tokens(text or "", list(found), [(0, len(found))], None)
+
+    def lines(text: str | None) -> Tokens:
+        per_line = line_tokens(tok, text, xlsum=bool(options.get("xlsum_rougelsum")),
+                               punctuation=split_sentences)
+        flat: list[str] = []
+        sentences: list[tuple[int, int]] = []
+        for line in per_line:
+            sentences.append((len(flat), len(flat) + len(line)))
+            flat += line
+        if cut is not None and len(flat) > cut:
+            flat = flat[:cut]
+            sentences = [(min(a, cut), min(b, cut)) for a, b in sentences]
+        return Tokens(text or "", flat, sentences or [(0, 0)], None)
+
+    return whole, lines
+
+
 __all__ = ["explain_lcs", "explain_ngrams", "explain_rouge", "explain_summary_lcs",
-           "lcs_pairs", "tokens", "union_pairs"]
+           "language_views", "lcs_pairs", "tokens", "union_pairs"]
