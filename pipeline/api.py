@@ -874,7 +874,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
         overwrite: replace outputs ``overlap agree`` wrote before.
         settings: fields of :class:`pipeline.agree.analysis.AgreeSettings` (``levels``,
             ``coefficients``, ``resampling``, ``n_resamples``, ``confidence``,
-            ``permutation``, ``n_permutations``, ``adjust``, ``epsilon``, ``seed``).
+            ``permutation``, ``n_permutations``, ``adjust``, ``epsilon`` (a number, or
+            ``"auto"`` for tie calibration), ``seed``); None values are ignored.
 
     Returns:
         :class:`AgreeResult`.
@@ -897,8 +898,11 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
     if unknown:
         raise ConfigError(f"unknown agree setting {unknown[0]!r}",
                           hint=f"choose among {', '.join(fields)}")
-    config = AgreeSettings(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in settings.items() if v is not None})
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                             for k, v in settings.items() if v is not None}
+    if given.get("epsilon") == "auto":
+        given["epsilon"] = None  # tie calibration
+    config = AgreeSettings(**given)
     config.check()
     out_loc = check_output(output, overwrite=overwrite) if output is not None else None
     run = None

@@ -341,7 +341,7 @@ def _group_masks(frame: pd.DataFrame, m: Matrices, group_by: Sequence[str]
         mask[present] = [lab == value for lab in cell_label[present]]
         group = {c: (None if v is None or (isinstance(v, float) and pd.isna(v)) else
                      (v.item() if isinstance(v, np.generic) else v))
-                 for c, v in zip(group_by, value)}
+                 for c, v in zip(group_by, value, strict=True)}
         out.append((group, mask))
     return out
 
@@ -467,7 +467,7 @@ def _tests(m: Matrices, levels: Sequence[str], settings: AgreeSettings,
                         raw.append(t.p_value)
                 adjusted = adjust_p_values(np.array(raw), settings.adjust)
                 p = np.ones((k, k))
-                for (i, j, a, b, t), adj in zip(pairs, adjusted):
+                for (i, j, a, b, t), adj in zip(pairs, adjusted, strict=True):
                     p[i, j] = adj
                     result.tests.append({"human": human, "level": level, "coefficient": name,
                                          "measure_a": a, "measure_b": b, "delta": t.delta,
@@ -475,7 +475,7 @@ def _tests(m: Matrices, levels: Sequence[str], settings: AgreeSettings,
                                          "n_permutations": t.n_resamples,
                                          "permutation": settings.permutation})
                 ranks = assign_ranks(p, alpha)
-                for i, (r, rank) in enumerate(zip(ordered, ranks)):
+                for i, (r, rank) in enumerate(zip(ordered, ranks, strict=True)):
                     r["rank"] = rank
                     r["p_vs_best"] = None if i == 0 else float(p[0, i])
 

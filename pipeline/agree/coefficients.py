@@ -201,7 +201,7 @@ def tie_calibration(xs: list[np.ndarray], zs: list[np.ndarray], name: str = "acc
     """
     deltas, diffs, base_parts = [], [], []
     n_rows = 0
-    for x, z in zip(xs, zs):
+    for x, z in zip(xs, zs, strict=True):
         x = np.asarray(x, dtype=np.float64)
         z = np.asarray(z, dtype=np.float64)
         i, j = np.triu_indices(x.size, k=1)

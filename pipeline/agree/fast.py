@@ -107,10 +107,9 @@ def _global_kernel() -> Any:
         return _KERNEL["cd"]
     from numba import njit, prange
 
-    @njit(parallel=True, cache=False, nogil=True)
+    @njit(parallel=True, cache=True, nogil=True)
     def weighted_cd(group_start, zrank, cell_row, cell_col, W, V, n_z):  # pragma: no cover
         R = W.shape[0]
-        n_cells = zrank.shape[0]
         n_groups = group_start.shape[0] - 1
         out = np.zeros(R, dtype=np.int64)
         for r in prange(R):
@@ -151,7 +150,7 @@ def _global_kernel() -> Any:
 
 
 def _tied_pairs(groups: np.ndarray, weights: np.ndarray, n_groups: int) -> np.ndarray:
-    """float (R,): sum over groups of G (G - 1) / 2 with G the group's weight."""
+    """Return float (R,): sum over groups of G (G - 1) / 2 with G the group's weight."""
     out = np.zeros(weights.shape[0])
     for r in range(weights.shape[0]):
         g = np.bincount(groups, weights=weights[r], minlength=n_groups)

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.agree.coefficients import COEFFICIENTS
+from pipeline.agree.coefficients import COEFFICIENTS, why_undefined
 from pipeline.agree.coefficients import coefficient as vector_coefficient
-from pipeline.agree.coefficients import why_undefined
 from pipeline.agree.columns import column_coefficients
 
 LEVELS = ("system", "input", "global")

@@ -92,7 +92,7 @@ def draw_indices(n_systems: int, n_inputs: int, *, method: str = DEFAULT_RESAMPL
 
 
 def _counts(index: np.ndarray | None, size: int, n_resamples: int) -> np.ndarray:
-    """float (size, resamples): how often each row / column appears in each resample."""
+    """Return float (size, resamples): how often each row / column appears in each resample."""
     if index is None:
         return np.ones((size, n_resamples))
     out = np.zeros((size, n_resamples))

@@ -12,11 +12,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [p.strip() for v in values for p in v.split(",") if p.strip()]
 
 
-def _epsilon(value: str | None) -> float | None | str:
-    if value is None:
-        return "unset"
-    if value == "auto":
-        return None
+def _epsilon(value: str | None) -> float | str | None:
+    if value is None or value == "auto":
+        return value
     try:
         return float(value)
     except ValueError:
@@ -110,9 +108,7 @@ def agree_command(ctx: click.Context, scores: str, judgments: str, humans: tuple
                "coefficients": tuple(_split((coefficients,))), "resampling": resampling,
                "n_resamples": n_resamples, "confidence": confidence,
                "permutation": permutation, "n_permutations": n_permutations,
-               "adjust": adjust, "seed": seed}
-    if eps != "unset":
-        options["epsilon"] = eps
+               "adjust": adjust, "seed": seed, "epsilon": eps}
     try:
         result = api.agree(scores, judgments=judgments, humans=list(humans) or None,
                            measures=_split(measures) or None, system_column=system_column,

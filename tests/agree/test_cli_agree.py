@@ -77,7 +77,7 @@ def test_group_by_gives_each_subset_its_rows(tmp_path):
               "--group-by", "domain", "--n-resamples", "40", "--n-permutations", "0",
               "--format", "json", "--levels", "global"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     legal = [x for x in doc["rows"] if x["group"] == {"domain": "legal"}
              and x["measure"] == "good"]
     assert len(legal) == 1
@@ -95,7 +95,7 @@ def test_a_system_level_table(tmp_path):
     r = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
               "--format", "json", "--n-resamples", "20"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.output)["rows"]
+    rows = json.loads(r.stdout)["rows"]
     assert [x["level"] for x in rows] == ["system"]
     assert rows[0]["value"] == pytest.approx(
         stats.kendalltau([1, 2, 3, 4, 5, 6], [1, 3, 2, 4, 6, 5])[0], abs=1e-12)
@@ -166,14 +166,14 @@ def test_undefined_coefficients_are_nan_with_a_reason(tmp_path):
     judgments["h"] = 3.0  # constant
     r = _bad(tmp_path, scores, judgments, "--format", "json")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.output)["rows"]
+    rows = json.loads(r.stdout)["rows"]
     assert all(x["value"] is None for x in rows)
     assert {x["reason"] for x in rows} >= {"constant human score"}
     scores, judgments = _base()
     judgments["system"] = [f"s{i % 2}" for i in range(12)]
     judgments["input"] = [f"d{i // 2}" for i in range(12)]
     r = _bad(tmp_path, scores, judgments, "--format", "json", "--overwrite")
-    rows = json.loads(r.output)["rows"]
+    rows = json.loads(r.stdout)["rows"]
     system = next(x for x in rows if x["level"] == "system")
     assert system["value"] is None and system["reason"] == "fewer than 3 systems"
 
@@ -199,3 +199,18 @@ def test_output_in_the_way_is_exit_3(tmp_path):
 def test_help():
     r = CliRunner().invoke(main, ["agree", "--help"])
     assert r.exit_code == 0 and "Exit codes" in r.output and "--judgments" in r.output
+
+
+@pytest.mark.parametrize("epsilon, expected", [("0", 0.6), ("2", 0.4), ("auto", 0.7)])
+def test_acc23_epsilon_from_the_command_line(tmp_path, epsilon, expected):
+    # mt-metrics-eval's published values, as a system-level table of 5 systems
+    pd.DataFrame({"id": list("abcde"), "system": list("abcde"),
+                  "metric": [2, 1, 1.5, 5, 3]}).to_parquet(tmp_path / "s.parquet")
+    pd.DataFrame({"id": list("abcde"), "system": list("abcde"),
+                  "gold": [1, 2, 2, 3, 4.0]}).to_parquet(tmp_path / "j.parquet")
+    r = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+              "--coefficients", "acc23", "--epsilon", epsilon, "--format", "json",
+              "--n-resamples", "10"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)["rows"][0]
+    assert row["value"] == pytest.approx(expected, abs=1e-12)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import krippendorff
 import numpy as np
 import pytest
 
 from pipeline.agree.raters import krippendorff_alpha, leave_one_out
-
-krippendorff = pytest.importorskip("krippendorff")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

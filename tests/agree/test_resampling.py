@@ -4,6 +4,7 @@ are drawn here in the order it draws them, then nlpstats runs from the same seed
 
 from __future__ import annotations
 
+import nlpstats.correlations as nlp
 import numpy as np
 import pytest
 
@@ -16,8 +17,6 @@ from pipeline.agree.resampling import (
     draw_masks,
     permutation_test,
 )
-
-nlp = pytest.importorskip("nlpstats.correlations")
 
 
 def _matrices(seed, m=8, n=15):

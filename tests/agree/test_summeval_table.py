@@ -34,7 +34,7 @@ def table(human_dir):
 def test_the_36_published_cells_to_2_decimals(table):
     for measure, levels in PUBLISHED.items():
         for level, values in levels.items():
-            for name, expected in zip(COEFFICIENTS, values):
+            for name, expected in zip(COEFFICIENTS, values, strict=True):
                 got = table[(measure, level, name)]["value"]
                 assert abs(got - expected) <= 0.005 + 1e-9, (measure, level, name, got)
 
@@ -57,10 +57,10 @@ def test_counts(table):
 
 
 def test_krippendorff_alpha_equals_the_krippendorff_package(human_dir):
+    import krippendorff
     import numpy as np
     import pyarrow.parquet as pq
 
-    krippendorff = pytest.importorskip("krippendorff")
     from pipeline.agree.raters import krippendorff_alpha
 
     ratings = pq.read_table(human_dir / "summeval_ratings.parquet").to_pandas()
