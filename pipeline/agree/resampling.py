@@ -336,16 +336,67 @@ def permutation_test(X: np.ndarray, Y: np.ndarray, Z: np.ndarray, level: str,
                                 n_resamples=n_resamples, seed=seed))
     count = 0
     total = 0
-    for mask in masks:
-        total += 1
-        Xp = np.where(mask, Ys, Xs)
-        Yp = np.where(mask, Xs, Ys)
-        sample = (correlate(Xp, Zs, level, coefficient, epsilon=epsilon).value
-                  - correlate(Yp, Zs, level, coefficient, epsilon=epsilon).value)
-        if abs(sample) >= abs(observed):
-            count += 1
+    batch: list[np.ndarray] = []
+    for mask in [*masks, None]:
+        if mask is not None:
+            batch.append(np.asarray(mask, dtype=bool))
+            if len(batch) < _PERMUTATION_BATCH:
+                continue
+        if not batch:
+            break
+        M = np.stack(batch)
+        batch = []
+        Xp = np.where(M, Ys[None], Xs[None])
+        Yp = np.where(M, Xs[None], Ys[None])
+        samples = (batch_values(Xp, Zs, level, coefficient, epsilon=epsilon)
+                   - batch_values(Yp, Zs, level, coefficient, epsilon=epsilon))
+        total += samples.size
+        with np.errstate(invalid="ignore"):
+            count += int((np.abs(samples) >= abs(observed)).sum())
     return PermutationResult(float(observed), count / total if total else float("nan"),
                              total)
+
+
+_PERMUTATION_BATCH = 64
+
+
+def batch_values(Xb: np.ndarray, Z: np.ndarray, level: str, coefficient: str, *,
+                 epsilon: float = 0.0) -> np.ndarray:
+    """A coefficient at a level for a stack of metric matrices against one human matrix.
+
+    Args:
+        Xb: float (batch, systems, inputs), NaN for missing.
+        Z: float (systems, inputs).
+        level: ``system``, ``input`` or ``global``.
+        coefficient: a coefficient name.
+        epsilon: acc23 / tau23 metric-tie threshold.
+
+    Returns:
+        float (batch,), equal to :func:`pipeline.agree.levels.correlate` on each matrix.
+
+    """
+    B, m, n = Xb.shape
+    if level == "input":
+        flat = Xb.transpose(1, 0, 2).reshape(m, B * n)
+        per = column_coefficients(flat, np.tile(Z, (1, B)), coefficient,
+                                  epsilon=epsilon).reshape(B, n)
+        ok = ~np.isnan(per)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(ok, per, 0.0).sum(axis=1) / ok.sum(axis=1)
+        out[ok.sum(axis=1) == 0] = np.nan
+        return out
+    if level == "system" and (coefficient in ("pearson", "spearman", "kendall", "kendall_c")
+                              or epsilon == 0):
+        both = ~np.isnan(Xb) & ~np.isnan(Z)[None]
+        count = both.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mx = np.where(both, Xb, 0.0).sum(axis=2) / count
+            mz = np.where(both, Z[None], 0.0).sum(axis=2) / count
+        values = column_coefficients(mx.T, mz.T, coefficient, epsilon=epsilon)
+        values[(count > 0).sum(axis=1) < MIN_SYSTEMS] = np.nan
+        return values
+    return np.array([correlate(Xb[b], Z, level, coefficient, epsilon=epsilon).value
+                     for b in range(B)])
 
 
 def assign_ranks(p_values: np.ndarray, alpha: float = 0.05) -> list[int]:

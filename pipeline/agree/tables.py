@@ -153,6 +153,17 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
             judged ids absent from the scores; no judged example left.
 
     """
+    if run_float_columns is not None:
+        # a run's measure columns {metric}_{measure} go by their names METRIC.MEASURE
+        from pipeline.metrics.registry import measure_of_column
+
+        names = {}
+        for column in run_float_columns:
+            pair = measure_of_column(column)
+            if pair is not None:
+                names[column] = ".".join(pair)
+        scores = scores.rename(columns=names)
+        run_float_columns = list(names.values())
     for frame, what, name in ((scores, "scores", scores_name),
                               (judgments, "judgments", judgments_name)):
         if id_column not in frame.columns:
