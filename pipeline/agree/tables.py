@@ -339,6 +339,13 @@ def _num(v: Any, fmt: str = ".3f") -> str:
     return "nan" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
 
+def _p(p: Any, n_resamples: int) -> str:
+    """A resampling p-value; 0 is written as below the smallest one the resamples give."""
+    if p == 0 and n_resamples > 0:
+        return f"< {1 / n_resamples:.2g}"
+    return _num(p, ".3g")
+
+
 def _group_text(group: dict[str, Any] | None) -> str:
     return "(all)" if not group else ",".join(f"{k}={v}" for k, v in group.items())
 
@@ -359,6 +366,7 @@ def summary_text(document: dict[str, Any]) -> str:
 
     """
     lines = []
+    n_boot = int(document.get("settings", {}).get("n_resamples") or 0)
     for v in document["verdict"]:
         head = (f"{v['human']}, {v['level']} level, "
                 f"{COEFFICIENT_LABELS.get(v['coefficient'], v['coefficient'])}: ")
@@ -377,7 +385,7 @@ def summary_text(document: dict[str, Any]) -> str:
         for c in v.get("collapses", []):
             lines.append(f"  collapses on {_group_text(c['group'])}: {_num(c['value'])}, "
                          f"{_num(c['delta_vs_rest'], '+.3f')} against the rest "
-                         f"(p {_num(c['p_vs_rest'], '.3g')})")
+                         f"(p {_p(c['p_vs_rest'], n_boot)})")
     alphas = {(c["human"]): c for c in document["ceiling"]}
     for human, c in alphas.items():
         lines.append(f"{human}: {c['n_raters']} raters, Krippendorff's alpha interval "
@@ -394,7 +402,7 @@ def summary_text(document: dict[str, Any]) -> str:
                                           if r.get("p_vs_best") is not None else "")
         if r.get("p_vs_rest") is not None:
             note = (f"{_num(r['delta_vs_rest'], '+.3f')} vs rest, "
-                    f"p {_num(r['p_vs_rest'], '.3g')}")
+                    f"p {_p(r['p_vs_rest'], n_boot)}")
         lines.append(f"{r['measure'][:24]:<24} {str(r['human'])[:20]:<20} {r['level']:<7} "
                      f"{r['coefficient']:<10} {_group_text(r['group'])[:16]:<16} "
                      f"{_num(r['value']):>7} [{_num(r['low'])}, {_num(r['high'])}]".ljust(
