@@ -845,7 +845,8 @@ class AgreeResult:
 def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
           measures: Sequence[str] | None = None, system_column: str = "system",
           input_column: str | None = None, id_column: str | None = None,
-          group_by: Sequence[str] = (), output: str | None = None, overwrite: bool = False,
+          group_by: Sequence[str] = (), preferences: str | None = None,
+          output: str | None = None, overwrite: bool = False,
           **settings: Any) -> AgreeResult:
     """Agreement of a run's measures (or a table's scores) with human judgments.
 
@@ -869,6 +870,9 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
             per system, the system level only).
         id_column: the id column (default: the run's, else ``id``).
         group_by: columns whose values make subsets with their own rows and tests.
+        preferences: a table of pairwise preferences (``id_a``, ``id_b``, ``choice`` a / b /
+            tie per rater, or counts ``n_a``, ``n_b``, ``n_tie``): each measure's agreement
+            with the raters' majority (:mod:`pipeline.agree.preferences`).
         output: a folder for ``agreement.parquet`` and ``agreement.json`` (None: nothing
             written).
         overwrite: replace outputs ``overlap agree`` wrote before.
@@ -934,9 +938,33 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
                                        "input_column": joined.input_column,
                                        "n_judged": int(len(joined.frame))},
                                version=__version__)
+    if preferences is not None:
+        document["preferences"] = _agree_preferences(preferences, joined, config)
     if out_loc is not None:
         write_outputs(out_loc, rows_table(result.rows), document, signature=signature)
     return AgreeResult(document=document, signature=signature, output=output)
+
+
+def _agree_preferences(path: str, joined: Any, config: Any) -> list[dict[str, Any]]:
+    """Each measure's agreement with the raters' pairwise preferences in ``path``."""
+    import math
+
+    from pipeline.agree.preferences import preference_agreement, read_counts
+    from pipeline.io.agreement import read_table
+
+    counts = read_counts(read_table(path, what="preferences").to_pandas(), name=path)
+    counts = type(counts)(counts.id_a.astype(str), counts.id_b.astype(str), counts.votes)
+    frame = joined.scores
+    ids = frame[joined.id_column].astype(str).tolist()
+    out = []
+    for measure in joined.measures:
+        scores = dict(zip(ids, frame[measure].astype(float).tolist(), strict=True))
+        entry = preference_agreement(counts, scores, epsilon=config.epsilon or 0.0,
+                                     n_resamples=config.n_resamples,
+                                     confidence=config.confidence, seed=config.seed)
+        out.append({"measure": measure, **{k: None if isinstance(v, float) and math.isnan(v)
+                                           else v for k, v in entry.items()}})
+    return out
 
 
 def _is_run(path: str) -> bool:

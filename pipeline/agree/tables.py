@@ -48,6 +48,7 @@ class Joined:
     measures: list[str]
     humans: list[str]
     notes: list[str] = field(default_factory=list)
+    scores: pd.DataFrame | None = None
 
 
 def _ids(values: Sequence[Any], limit: int = 5) -> str:
@@ -132,7 +133,8 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
     """Join scores and judgments by id, with the checks of bad input.
 
     Args:
-        scores: the run's examples or a table of scores, one row per id.
+        scores: the run's examples or a table of scores, one row per id (kept, with a
+            run's measure columns renamed ``METRIC.MEASURE``, as ``Joined.scores``).
         judgments: the judgments, one row per judged id.
         run_float_columns: a run's score columns (None: a table).
         scores_name: the scores' path, for errors.
@@ -242,7 +244,7 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
         raise InputError(f"judgments {judgments_name} hold no example")
     return Joined(frame=frame, id_column=id_column, system_column=system_column,
                   input_column=input_column, measures=measure_list, humans=human_list,
-                  notes=notes)
+                  notes=notes, scores=scores)
 
 
 def _clean(value: Any) -> Any:
@@ -407,6 +409,12 @@ def summary_text(document: dict[str, Any]) -> str:
                      f"{r['coefficient']:<10} {_group_text(r['group'])[:16]:<16} "
                      f"{_num(r['value']):>7} [{_num(r['low'])}, {_num(r['high'])}]".ljust(
                          len(header) - 4) + f"  {note}".rstrip())
+    for p in document.get("preferences") or []:
+        lines.append(f"preferences, {p['measure']}: agrees with the raters' majority on "
+                     f"{_num(p['agreement'])} [{_num(p['low'])}, {_num(p['high'])}] of "
+                     f"{p['n_pairs']} pairs (chance 0.5; majority a {_num(p['majority_a'], '.0%')}"
+                     f", b {_num(p['majority_b'], '.0%')}, tie {_num(p['majority_tie'], '.0%')})"
+                     f"; a rater agrees with the others on {_num(p['rater_agreement'])}")
     for n in document["notes"]:
         lines.append(f"note: {n}")
     return "\n".join(lines)

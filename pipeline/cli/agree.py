@@ -51,6 +51,9 @@ written. Details: docs/agree.md.""")
 @click.option("--id-column", default=None, help="The id column.  [default: the run's, else id]")
 @click.option("--group-by", "group_by", metavar="COLUMN[,COLUMN]", multiple=True,
               help="Subsets with their own rows and a test of their difference from the rest.")
+@click.option("--preferences", metavar="FILE", default=None,
+              help="Pairwise preferences (id_a, id_b, choice a/b/tie per rater, or counts "
+                   "n_a, n_b, n_tie): each measure's agreement with the raters' majority.")
 @click.option("--levels", metavar="LEVEL[,LEVEL]", default="system,input,global",
               show_default=True, help="Of system, input, global.")
 @click.option("--coefficients", metavar="NAME[,NAME]", default="kendall", show_default=True,
@@ -83,7 +86,8 @@ written. Details: docs/agree.md.""")
 @click.pass_context
 def agree_command(ctx: click.Context, scores: str, judgments: str, humans: tuple[str, ...],
                   measures: tuple[str, ...], system_column: str, input_column: str | None,
-                  id_column: str | None, group_by: tuple[str, ...], levels: str,
+                  id_column: str | None, group_by: tuple[str, ...],
+                  preferences: str | None, levels: str,
                   coefficients: str, epsilon: str | None, resampling: str, n_resamples: int,
                   confidence: float, permutation: str, n_permutations: int, adjust: str,
                   seed: int, output: str | None, overwrite: bool, output_format: str) -> None:
@@ -113,7 +117,8 @@ def agree_command(ctx: click.Context, scores: str, judgments: str, humans: tuple
         result = api.agree(scores, judgments=judgments, humans=list(humans) or None,
                            measures=_split(measures) or None, system_column=system_column,
                            input_column=input_column, id_column=id_column,
-                           group_by=_split(group_by), output=output, overwrite=overwrite,
+                           group_by=_split(group_by), preferences=preferences,
+                           output=output, overwrite=overwrite,
                            **options)
     except PipelineError as err:
         message = " ".join(p.strip() for p in str(err).splitlines() if p.strip())
