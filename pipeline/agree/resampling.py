@@ -91,16 +91,6 @@ def draw_indices(n_systems: int, n_inputs: int, *, method: str = DEFAULT_RESAMPL
     return Indices(rows, cols, n_resamples)
 
 
-def _counts(index: np.ndarray | None, size: int, n_resamples: int) -> np.ndarray:
-    """Return float (size, resamples): how often each row / column appears in each resample."""
-    if index is None:
-        return np.ones((size, n_resamples))
-    out = np.zeros((size, n_resamples))
-    r = np.broadcast_to(np.arange(n_resamples)[:, None], index.shape)
-    np.add.at(out, (index, r), 1.0)
-    return out
-
-
 def resampled_values(X: np.ndarray, Z: np.ndarray, level: str, coefficient: str,
                      indices: Indices, *, epsilon: float = 0.0, fast: bool = True
                      ) -> np.ndarray:
@@ -127,12 +117,19 @@ def resampled_values(X: np.ndarray, Z: np.ndarray, level: str, coefficient: str,
     R = indices.n_resamples
     rows, cols = indices.rows, indices.cols
     if level == "system":
+        # each resample's system means summed in the order numpy's nanmean sums the
+        # resampled columns (as nlpstats does): equal means stay exactly equal (ties)
         both = ~np.isnan(X) & ~np.isnan(Z)
-        V = _counts(cols, n, R)
-        count = both.astype(np.float64) @ V
+        Xm, Zm = np.where(both, X, 0.0), np.where(both, Z, 0.0)
+        bf = both.astype(np.float64)
+        mx = np.empty((m, R))
+        mz = np.empty((m, R))
         with np.errstate(invalid="ignore", divide="ignore"):
-            mx = np.where(both, X, 0.0) @ V / count
-            mz = np.where(both, Z, 0.0) @ V / count
+            for r in range(R):
+                c = slice(None) if cols is None else cols[r]
+                count = bf[:, c].sum(axis=1)
+                mx[:, r] = Xm[:, c].sum(axis=1) / count
+                mz[:, r] = Zm[:, c].sum(axis=1) / count
         if rows is not None:
             mx = np.take_along_axis(mx, rows.T, axis=0)
             mz = np.take_along_axis(mz, rows.T, axis=0)

@@ -139,3 +139,20 @@ def test_fast_kendall_equals_resampled_copies_with_ties_and_missing_cells(level)
     slow = resampled_values(X, Z, level, "kendall", indices, fast=False)
     quick = resampled_values(X, Z, level, "kendall", indices, fast=True)
     np.testing.assert_allclose(quick, slow, rtol=0, atol=1e-12)
+
+
+def test_system_means_tie_exactly_as_nlpstats_sums_them():
+    # human scores in thirds: two systems' means are equal in exact arithmetic; summed in
+    # another order (a matrix product) they differed in the last bit, and tau-b saw no tie
+    rng = np.random.default_rng(0)
+    quality = rng.normal(size=(100, 1)) + rng.normal(scale=0.7, size=(100, 300))
+    Z = np.round(np.clip(3 + quality + rng.normal(scale=0.6, size=quality.shape), 1, 5) * 3) / 3
+    X = quality + rng.normal(scale=0.5, size=quality.shape)
+    indices = _nlpstats_indices(7, 100, 300, "both", 3)
+    from pipeline.agree.resampling import resampled_values
+
+    ours = resampled_values(X, Z, "system", "kendall", indices)
+    theirs = [nlp.correlate(X[indices.rows[r]][:, indices.cols[r]],
+                            Z[indices.rows[r]][:, indices.cols[r]], "system", "kendall")
+              for r in range(3)]
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
