@@ -776,7 +776,8 @@ def explain(
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
            comparison: str | None = None,
-           compare_options: dict[str, Any] | None = None) -> str:
+           compare_options: dict[str, Any] | None = None,
+           agreement: str | None = None) -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -796,6 +797,7 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
             and its settings used for the rest (the two never disagree).
         compare_options: without ``comparison``, options of :func:`compare` (``measures``,
             ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
+        agreement: an ``agreement.json`` of :func:`agree`: its section in the report.
 
     Returns:
         The output path as given.
@@ -818,7 +820,7 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
                         compare_options={k: v for k, v in (compare_options or {}).items()
-                                         if v is not None})
+                                         if v is not None}, agreement=agreement)
     write_report_file(text, locate(output), output=output)
     return output
 

@@ -39,12 +39,14 @@ Details: docs/report.md.""")
               help="As overlap compare; also draws the nightly trend of each measure.")
 @click.option("--history-window", type=click.IntRange(min=1), default=None, metavar="N",
               help="As overlap compare.")
+@click.option("--agreement", metavar="AGREEMENT.json", default=None,
+              help="Add the section of this overlap agree output (agreement.json).")
 @click.pass_context
 def report_command(ctx: click.Context, run_dir: str, baseline: str | None, output: str,
                    top: int, comparison: str | None, metrics: tuple[str, ...],
                    band_values: tuple[str, ...], confidence: float | None,
                    adjust: str | None, history: str | None,
-                   history_window: int | None) -> None:
+                   history_window: int | None, agreement: str | None) -> None:
     """Write an HTML report of a run.
 
     One self-contained file about RUN_DIR (and its comparison): opening it makes no network
@@ -75,7 +77,7 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
         ctx.exit(2)
     try:
         api.report(run_dir, output=output, baseline=baseline, top=top, comparison=comparison,
-                   compare_options=options)
+                   compare_options=options, agreement=agreement)
     except PipelineError as err:
         click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)

@@ -89,3 +89,26 @@ def agreement_section(document: dict[str, Any]) -> list[str]:
     out.append(table(["measure", "human", "level", "coefficient", "group", "value",
                       "interval", "note"], rows, left=5))
     return out
+
+
+def read_agreement(path: str) -> dict[str, Any]:
+    """Read an ``agreement.json`` written by ``overlap agree``.
+
+    Raises:
+        InputError: unreadable, or not written by ``overlap agree``.
+
+    """
+    import json
+
+    from pipeline.errors import InputError
+    from pipeline.io.runs import filesystem
+
+    try:
+        fs, where = filesystem(path)
+        with fs.open_input_stream(where) as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise InputError(f"cannot read the agreement {path}: {err}") from None
+    if not isinstance(doc, dict) or doc.get("tool") != "overlap agree":
+        raise InputError(f"{path} is not an agreement.json of overlap agree")
+    return doc
