@@ -1162,7 +1162,7 @@ def explain(
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
            comparison: str | None = None,
            compare_options: dict[str, Any] | None = None,
-           trend_groups: str = "alarmed") -> str:
+           trend_groups: str = "alarmed", agreement: str | None = None) -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -1184,6 +1184,7 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
             ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
         trend_groups: with a history, the groups whose nightly trend is drawn beside the
             overall one: ``alarmed`` (those that alarmed tonight) or ``all``.
+        agreement: an ``agreement.json`` of :func:`agree`: its section in the report.
 
     Returns:
         The output path as given.
@@ -1206,6 +1207,166 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
                         compare_options={k: v for k, v in (compare_options or {}).items()
-                                         if v is not None}, trend_groups=trend_groups)
+                                         if v is not None}, trend_groups=trend_groups,
+                        agreement=agreement)
     write_report_file(text, locate(output), output=output)
     return output
+
+
+# --- overlap agree (issue 27): agreement of metrics with human judgments -------------------
+
+@dataclass(frozen=True)
+class AgreeResult:
+    """The result of :func:`agree`.
+
+    Attributes:
+        document: the ``agreement.json`` document (``rows``, ``tests``, ``ceiling``,
+            ``scatter``, ``verdict``, ``notes``, ``signature``, ``settings``, ``inputs``).
+        signature: the settings' signature string.
+        output: the folder written (None when no output was asked).
+
+    """
+
+    document: dict[str, Any]
+    signature: str
+    output: str | None
+
+
+def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
+          measures: Sequence[str] | None = None, system_column: str = "system",
+          input_column: str | None = None, id_column: str | None = None,
+          group_by: Sequence[str] = (), preferences: str | None = None,
+          output: str | None = None, overwrite: bool = False,
+          **settings: Any) -> AgreeResult:
+    """Agreement of a run's measures (or a table's scores) with human judgments.
+
+    Composition of :func:`pipeline.agree.tables.join_scores` (the scores and the judgments
+    joined by id, with the checks of bad input), :func:`pipeline.agree.analysis.analyse`
+    (coefficients, bootstrap intervals, permutation tests, clusters, the raters' ceiling,
+    groups) and :func:`pipeline.io.agreement.write_outputs`.
+
+    Args:
+        scores: a complete ``overlap score`` run, or a Parquet / CSV / JSON Lines table of
+            scores keyed by id.
+        judgments: a table of human judgments keyed by id (numbers, or lists of raters'
+            numbers), with the system and input columns.
+        humans: judgment columns (default: every numeric or list column of the judgments
+            that is not an id, system, input or group column).
+        measures: score columns as a run names them (``rouge1.fmeasure``; a bare metric
+            name means its ``fmeasure`` or ``score``), or a table's columns (default: a
+            run's ``*.fmeasure`` and ``*.score`` columns, a table's numeric columns).
+        system_column: what a system is.
+        input_column: what an input is (default ``input``, else ``document``; none: one row
+            per system, the system level only).
+        id_column: the id column (default: the run's, else ``id``).
+        group_by: columns whose values make subsets with their own rows and tests.
+        preferences: a table of pairwise preferences (``id_a``, ``id_b``, ``choice`` a / b /
+            tie per rater, or counts ``n_a``, ``n_b``, ``n_tie``): each measure's agreement
+            with the raters' majority (:mod:`pipeline.agree.preferences`).
+        output: a folder for ``agreement.parquet`` and ``agreement.json`` (None: nothing
+            written).
+        overwrite: replace outputs ``overlap agree`` wrote before.
+        settings: fields of :class:`pipeline.agree.analysis.AgreeSettings` (``levels``,
+            ``coefficients``, ``resampling``, ``n_resamples``, ``confidence``,
+            ``permutation``, ``n_permutations``, ``adjust``, ``epsilon`` (a number, or
+            ``"auto"`` for tie calibration), ``seed``); None values are ignored.
+
+    Returns:
+        :class:`AgreeResult`.
+
+    Raises:
+        ConfigError: an unknown setting or a value out of range.
+        InputError: unreadable inputs; missing columns; judged ids absent from the scores;
+            duplicated ids; non-numeric or infinite values; lists of different lengths.
+        OutputExistsError: the outputs exist (without ``overwrite``) or are not ours.
+        ExecutionError: the outputs cannot be written.
+
+    """
+    from pipeline import __version__
+    from pipeline.agree.analysis import AgreeSettings, analyse
+    from pipeline.agree.tables import join_scores, result_document, rows_table
+    from pipeline.io.agreement import check_output, read_table, write_outputs
+
+    fields = AgreeSettings.__dataclass_fields__
+    unknown = [k for k in settings if k not in fields]
+    if unknown:
+        raise ConfigError(f"unknown agree setting {unknown[0]!r}",
+                          hint=f"choose among {', '.join(fields)}")
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                             for k, v in settings.items() if v is not None}
+    if given.get("epsilon") == "auto":
+        given["epsilon"] = None  # tie calibration
+    config = AgreeSettings(**given)
+    config.check()
+    out_loc = check_output(output, overwrite=overwrite) if output is not None else None
+    run = None
+    if _is_run(scores):
+        from pipeline.io.runs import open_run, read_examples
+
+        run = open_run(scores)
+        score_table = read_examples(run, columns=list(run.schema.names)).reset_index(drop=True)
+    else:
+        score_table = read_table(scores, what="scores").to_pandas()
+    judged = read_table(judgments, what="judgments").to_pandas()
+    joined = join_scores(score_table, judged, run_float_columns=run.float_columns if run
+                         else None, scores_name=scores, judgments_name=judgments,
+                         humans=humans, measures=measures, system_column=system_column,
+                         input_column=input_column,
+                         id_column=id_column or (run.id_column if run else "id"),
+                         group_by=tuple(group_by))
+    result = analyse(joined.frame, id_column=joined.id_column,
+                     system_column=joined.system_column, input_column=joined.input_column,
+                     measures=joined.measures, humans=joined.humans,
+                     group_by=tuple(group_by), settings=config)
+    result.notes[:0] = joined.notes
+    signature = config.signature(__version__)
+    document = result_document(result, settings=config, signature=signature,
+                               inputs={"scores": scores, "judgments": judgments,
+                                       "run_signature": str(run.signature) if run else None,
+                                       "id_column": joined.id_column,
+                                       "system_column": joined.system_column,
+                                       "input_column": joined.input_column,
+                                       "n_judged": int(len(joined.frame))},
+                               version=__version__)
+    if preferences is not None:
+        document["preferences"] = _agree_preferences(preferences, joined, config)
+    if out_loc is not None:
+        write_outputs(out_loc, rows_table(result.rows), document, signature=signature)
+    return AgreeResult(document=document, signature=signature, output=output)
+
+
+def _agree_preferences(path: str, joined: Any, config: Any) -> list[dict[str, Any]]:
+    """Each measure's agreement with the raters' pairwise preferences in ``path``."""
+    import math
+
+    from pipeline.agree.preferences import preference_agreement, read_counts
+    from pipeline.io.agreement import read_table
+
+    counts = read_counts(read_table(path, what="preferences").to_pandas(), name=path)
+    counts = type(counts)(counts.id_a.astype(str), counts.id_b.astype(str), counts.votes)
+    frame = joined.scores
+    ids = frame[joined.id_column].astype(str).tolist()
+    out = []
+    for measure in joined.measures:
+        scores = dict(zip(ids, frame[measure].astype(float).tolist(), strict=True))
+        entry = preference_agreement(counts, scores, epsilon=config.epsilon or 0.0,
+                                     n_resamples=config.n_resamples,
+                                     confidence=config.confidence, seed=config.seed)
+        out.append({"measure": measure, **{k: None if isinstance(v, float) and math.isnan(v)
+                                           else v for k, v in entry.items()}})
+    return out
+
+
+def _is_run(path: str) -> bool:
+    """True when ``path`` is a folder holding an ``overlap score`` manifest."""
+    from pipeline.io.files import locate
+
+    loc = locate(path)
+    try:
+        info = loc.fs.get_file_info([loc.path, loc.child("manifest.json").path])
+    except OSError:
+        return False
+    import pyarrow.fs as pafs
+
+    return (info[0].type == pafs.FileType.Directory
+            and info[1].type == pafs.FileType.File)

@@ -258,6 +258,7 @@ _COMMANDS = {"compare": "pipeline.cli.compare", "explain": "pipeline.cli.explain
              "nightly": "pipeline.cli.nightly",
              "publish": "pipeline.cli.publish", "report": "pipeline.cli.report",
              "score": "pipeline.cli.score", "signature": "pipeline.cli.score"}
+_COMMANDS["agree"] = "pipeline.cli.agree"
 
 
 class _Main(click.Group):

@@ -43,12 +43,15 @@ Details: docs/report.md.""")
               show_default=True,
               help="With a history: beside the overall trend, draw the trend of the groups "
                    "that alarmed tonight, or of every group.")
+@click.option("--agreement", metavar="AGREEMENT.json", default=None,
+              help="Add the section of this overlap agree output (agreement.json).")
 @click.pass_context
 def report_command(ctx: click.Context, run_dir: str, baseline: str | None, output: str,
                    top: int, comparison: str | None, metrics: tuple[str, ...],
                    band_values: tuple[str, ...], confidence: float | None,
                    adjust: str | None, history: str | None,
-                   history_window: int | None, trend_groups: str) -> None:
+                   history_window: int | None, trend_groups: str,
+                   agreement: str | None) -> None:
     """Write an HTML report of a run.
 
     One self-contained file about RUN_DIR (and its comparison): opening it makes no network
@@ -80,7 +83,8 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
         ctx.exit(2)
     try:
         api.report(run_dir, output=output, baseline=baseline, top=top, comparison=comparison,
-                   compare_options=options, trend_groups=trend_groups)
+                   compare_options=options, trend_groups=trend_groups,
+                   agreement=agreement)
     except PipelineError as err:
         click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)

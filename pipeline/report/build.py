@@ -483,7 +483,8 @@ def _described(result: Any, baseline: str) -> Any:
 def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
                  comparison: str | None = None,
                  compare_options: dict[str, Any] | None = None,
-                 trend_groups: str = "alarmed") -> str:
+                 trend_groups: str = "alarmed",
+                 agreement: str | None = None) -> str:
     """Build the HTML report of a run, compared with a baseline when given.
 
     The verdict comes first. With ``comparison`` (a ``compare.json`` of this run), its
@@ -503,6 +504,8 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         compare_options: options of :func:`pipeline.compare.compare_runs` (without one).
         trend_groups: ``alarmed`` (the groups that alarmed tonight) or ``all``: the groups
             whose trend is drawn beside the overall one.
+        agreement: an ``agreement.json`` of ``overlap agree``: its section (verdict, system
+            means against the human score, coefficients with intervals per subset).
 
     Returns:
         The HTML document (a str).
@@ -558,6 +561,10 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         body += _trend_section(result, doc, trend_groups=trend_groups)
         tail += _compare_section(result, doc)
         tail += _examples_section(result, result.baseline, result.candidate)
+    if agreement is not None:
+        from pipeline.report.agreement import agreement_section, read_agreement
+
+        body += agreement_section(read_agreement(agreement))
     body += ["<h2>This run</h2>", *_run_section(run, agg, values), *tail]
     return page(f"overlap report: {run.run_id}", body)
 
