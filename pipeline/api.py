@@ -770,6 +770,251 @@ def _earlier_nights(root: str, run_dir: str, *, run_date: str, window: int | Non
     return History(past.source, nights, window, past.notes)
 
 
+class _NightEnded(Exception):
+    """A step of :func:`nightly` ended the night early; ``run`` is what it returns."""
+
+    def __init__(self, run: NightlyRun) -> None:
+        super().__init__(run.exit_code)
+        self.run = run
+
+
+@dataclass(frozen=True)
+class _Night:
+    """Where tonight's run and comparison go: ``ROOT/[compare/]run_date=DATE/run_id=ID``."""
+
+    root: str  # as given (for messages)
+    base: str  # ROOT without a trailing slash
+    run_date: str
+    run_id: str
+    resuming: bool  # run_id is that of an interrupted attempt of the same work
+
+    @property
+    def run_dir(self) -> str:
+        return f"{self.base}/run_date={self.run_date}/run_id={self.run_id}"
+
+    @property
+    def compare_dir(self) -> str:
+        return f"{self.base}/compare/run_date={self.run_date}/run_id={self.run_id}"
+
+    @property
+    def again(self) -> str:
+        return f"run again with RUN_DATE={self.run_date} RUN_ID={self.run_id}"
+
+
+def _check_night(run_date: str, run_id: str | None, config: ScoreConfig,
+                 compare_options: dict[str, Any] | None, baseline: str | None) -> None:
+    """Step 0 of :func:`nightly`: check what can be checked before anything is written.
+
+    Raises:
+        _NightEnded: a bad run date, run id, compare option or baseline (exit 2 or 3).
+
+    """
+    try:
+        parse_run_date(run_date)
+    except ConfigError as err:
+        raise _NightEnded(NightlyRun(err.exit_code, "", error=err)) from None
+    try:
+        if run_id is not None:
+            check_run_id(run_id)
+    except ConfigError:
+        error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
+                            f"with a letter or digit, got {run_id!r}")
+        raise _NightEnded(NightlyRun(error.exit_code, "", error=error)) from None
+    try:
+        check_nightly_compare_options(compare_options, config)
+    except PipelineError as err:
+        bad = type(err)(f"compare options: {err.message}", hint=err.hint)
+        raise _NightEnded(NightlyRun(bad.exit_code, "", error=bad)) from None
+    from pipeline.io.runs import read_aggregate
+
+    if baseline is not None:
+        try:  # a baseline that is no complete run fails now, not after tonight's score
+            read_aggregate(baseline)
+        except PipelineError as err:
+            bad = type(err)(f"BASELINE: {err.message}", hint=err.hint)
+            raise _NightEnded(NightlyRun(bad.exit_code, "", error=bad)) from None
+
+
+def _place_night(root: str, run_date: str, run_id: str | None, predictions: str,
+                 references: str | None, config: ScoreConfig) -> _Night:
+    """Tonight's run id (given, that of an interrupted attempt, or new) and directories.
+
+    Raises:
+        _NightEnded: ROOT is a file (exit 2).
+
+    """
+    from pipeline.io.runs import filesystem
+
+    base = root.rstrip("/") or root
+    resuming = None if run_id is not None else _interrupted_run_id(
+        f"{base}/run_date={run_date}", predictions, references, config)
+    night = _Night(root, base, run_date, run_id or resuming or new_run_id(), bool(resuming))
+    try:
+        fs, path = filesystem(base)
+        is_file = fs.get_file_info(path).type.name == "File"
+    except (PipelineError, OSError):
+        is_file = False
+    if is_file:
+        not_dir = InputError(f"ROOT {root} is not a directory",
+                             hint="name a directory (new or holding earlier nights)")
+        raise _NightEnded(NightlyRun(not_dir.exit_code, "", error=not_dir))
+    return night
+
+
+def _score_night(night: _Night, predictions: str, references: str | None,
+                 config: ScoreConfig, log: Callable[[str], None]) -> None:
+    """Step 1 of :func:`nightly`: score tonight's run, or reuse it when it is finished.
+
+    Raises:
+        _NightEnded: the score failed (its exit code; no comparison).
+        KeyboardInterrupt: re-raised after a line on how to resume.
+
+    """
+    from pipeline.io.runs import filesystem
+
+    run_dir = night.run_dir
+    try:
+        fs, path = filesystem(run_dir)
+        done = fs.get_file_info(f"{path}/_SUCCESS").type.name == "File"
+    except (PipelineError, OSError):
+        done = False
+    if done:
+        log(f"reusing the finished run {run_dir}")
+        return
+    log(f"resuming the interrupted run {run_dir}" if night.resuming else
+        f"scoring into {run_dir}")
+    try:
+        score(predictions, references=references, output=run_dir, config=config,
+              run_id=night.run_id)
+    except KeyboardInterrupt:
+        log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
+            f"with RUN_DATE={night.run_date}")
+        raise
+    except PipelineError as error:
+        resume = f"; to resume, {night.again}" if _staging_left(run_dir) else ""
+        log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"
+            + resume)
+        raise _NightEnded(NightlyRun(error.exit_code, run_dir, error=error)) from None
+
+
+def _publish_run(night: _Night, publish_options: dict[str, Any],
+                 log: Callable[[str], None]) -> None:
+    """Step 2 of :func:`nightly`: publish tonight's run.
+
+    Raises:
+        _NightEnded: the publish failed (its exit code; no comparison).
+
+    """
+    log(f"publishing {night.run_dir}")
+    try:
+        publish(night.run_dir, run_date=night.run_date, **publish_options)
+    except PipelineError as error:
+        log(f"overlap publish failed (exit {error.exit_code}): {error}; run it again to "
+            "complete")
+        raise _NightEnded(NightlyRun(error.exit_code, night.run_dir, error=error)) from None
+
+
+def _previous_night(night: _Night, compare_options: dict[str, Any] | None,
+                    log: Callable[[str], None]) -> str | None:
+    """Step 3 of :func:`nightly`: the newest comparable run dated before tonight.
+
+    One night per date: other runs of tonight's date are attempts of this night (a retry,
+    with or without RUN_ID), never its baseline: the previous night is.
+
+    Returns:
+        Its run directory, or None: no earlier run under ROOT.
+
+    Raises:
+        _NightEnded: earlier runs, none with a measure in common with tonight's (exit 2).
+
+    """
+    from pipeline.compare.history import comparable_baseline
+
+    found, skipped = comparable_baseline(
+        night.base, run_date=_day_before(night.run_date), candidate=night.run_dir,
+        measures=(compare_options or {}).get("measures"))
+    if skipped and found is not None:
+        log(f"passing over {len(skipped)} newer "
+            f"{'run' if len(skipped) == 1 else 'runs'} with no measure in common with "
+            f"tonight's: {', '.join(r.path for r in skipped)}")
+    elif skipped:
+        none = InputError(f"no earlier run under {night.root} has a measure in common with "
+                          f"tonight's (the last one: {skipped[0].path})",
+                          hint="compare with a run of your choice with --baseline "
+                               "RUN_DIR (env BASELINE), or choose the measures with "
+                               "COMPARE_ARGS=\"--metrics ...\"")
+        log(str(none))
+        raise _NightEnded(NightlyRun(none.exit_code, night.run_dir, error=none))
+    return None if found is None else found.path
+
+
+def _compare_night(night: _Night, baseline: str, config: ScoreConfig,
+                   compare_options: dict[str, Any] | None,
+                   log: Callable[[str], None]) -> Any:
+    """Step 4 of :func:`nightly`: compare with the baseline and ROOT's earlier nights.
+
+    The config file's cluster keys (``scratch``, ``allow_local_paths``) apply unless the
+    compare options say otherwise.
+
+    Raises:
+        _NightEnded: the compare failed (its exit code).
+
+    """
+    log(f"comparing {night.run_dir} with {baseline}")
+    try:
+        options = dict(compare_options or {})
+        if config.scratch and not options.get("scratch"):
+            options["scratch"] = config.scratch
+        if config.allow_local_paths:
+            options.setdefault("allow_local_paths", True)
+        history = _earlier_nights(night.base, night.run_dir, run_date=night.run_date,
+                                  window=options.pop("history_window", None))
+        return compare(baseline, night.run_dir, output=night.compare_dir, history=history,
+                       **options)
+    except PipelineError as error:
+        log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, "
+            f"{night.again}")
+        raise _NightEnded(NightlyRun(error.exit_code, night.run_dir, night.compare_dir,
+                                     baseline, error=error)) from None
+
+
+def _draw_night(night: _Night, baseline: str, result: Any, *, plot: bool,
+                write_report: bool, log: Callable[[str], None]) -> None:
+    """Step 5 of :func:`nightly`: ``delta.png`` and ``report.html``; failures only logged."""
+    if plot:
+        try:
+            # on object storage: drawn here, then uploaded beside compare.json
+            draw_delta_plot(result.comparison, f"{night.compare_dir}/delta.png")
+        except Exception as error:  # noqa: BLE001 - a picture must not change the verdict
+            log(f"warning: the plot was not drawn: {error}")
+    if write_report:
+        try:
+            report(night.run_dir, output=f"{night.compare_dir}/report.html",
+                   baseline=baseline, comparison=f"{night.compare_dir}/compare.json")
+        except PipelineError as error:
+            log(f"overlap report failed: {error}; the comparison stands")
+
+
+def _publish_comparison(night: _Night, baseline: str, result: Any,
+                        publish_options: dict[str, Any], log: Callable[[str], None]) -> None:
+    """Publish tonight's comparison (table ``comparisons``).
+
+    Raises:
+        _NightEnded: the publish failed (its exit code; the verdict is logged).
+
+    """
+    code = 1 if result.alarm else 0
+    log(f"publishing {night.compare_dir}")
+    try:
+        publish(night.compare_dir, run_date=night.run_date, **publish_options)
+    except PipelineError as error:
+        log(f"overlap publish of the comparison failed (exit {error.exit_code}): {error}; "
+            f"the comparison says {'ALARM' if code else 'no alarm'}; to complete, "
+            f"{night.again}")
+        raise _NightEnded(NightlyRun(error.exit_code, night.run_dir, night.compare_dir,
+                                     baseline, result, error=error)) from None
+
+
 def nightly(
     root: str,
     predictions: str,
@@ -838,140 +1083,28 @@ def nightly(
 
     """
     run_date = run_date or datetime.now(timezone.utc).strftime("%Y-%m-%d")
-    try:
-        parse_run_date(run_date)
-    except ConfigError as err:
-        return NightlyRun(err.exit_code, "", error=err)
-    try:
-        if run_id is not None:
-            check_run_id(run_id)
-    except ConfigError:
-        error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
-                            f"with a letter or digit, got {run_id!r}")
-        return NightlyRun(error.exit_code, "", error=error)
     config = config or ScoreConfig(**NIGHTLY_SCORE_DEFAULTS)
     try:
-        check_nightly_compare_options(compare_options, config)
-    except PipelineError as err:
-        bad = type(err)(f"compare options: {err.message}", hint=err.hint)
-        return NightlyRun(bad.exit_code, "", error=bad)
-    from pipeline.compare.history import comparable_baseline
-    from pipeline.io.runs import filesystem, read_aggregate
-
-    if baseline is not None:
-        try:  # a baseline that is no complete run fails now, not after tonight's score
-            read_aggregate(baseline)
-        except PipelineError as err:
-            bad = type(err)(f"BASELINE: {err.message}", hint=err.hint)
-            return NightlyRun(bad.exit_code, "", error=bad)
-
-    base = root.rstrip("/") or root
-    resuming = None if run_id is not None else _interrupted_run_id(
-        f"{base}/run_date={run_date}", predictions, references, config)
-    run_id = run_id or resuming or new_run_id()
-    run_dir = f"{base}/run_date={run_date}/run_id={run_id}"
-    compare_dir = f"{base}/compare/run_date={run_date}/run_id={run_id}"
-    again = f"run again with RUN_DATE={run_date} RUN_ID={run_id}"
-    try:
-        fs, path = filesystem(base)
-        is_file = fs.get_file_info(path).type.name == "File"
-    except (PipelineError, OSError):
-        is_file = False
-    if is_file:
-        not_dir = InputError(f"ROOT {root} is not a directory",
-                             hint="name a directory (new or holding earlier nights)")
-        return NightlyRun(not_dir.exit_code, "", error=not_dir)
-    try:
-        fs, path = filesystem(run_dir)
-        done = fs.get_file_info(f"{path}/_SUCCESS").type.name == "File"
-    except (PipelineError, OSError):
-        done = False
-    if done:
-        log(f"reusing the finished run {run_dir}")
-    else:
-        log(f"resuming the interrupted run {run_dir}" if resuming else
-            f"scoring into {run_dir}")
-        try:
-            score(predictions, references=references, output=run_dir, config=config,
-                  run_id=run_id)
-        except KeyboardInterrupt:
-            log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
-                f"with RUN_DATE={run_date}")
-            raise
-        except PipelineError as error:
-            resume = f"; to resume, {again}" if _staging_left(run_dir) else ""
-            log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"
-                + resume)
-            return NightlyRun(error.exit_code, run_dir, error=error)
-    if publish_options is not None:
-        log(f"publishing {run_dir}")
-        try:
-            publish(run_dir, run_date=run_date, **publish_options)
-        except PipelineError as error:
-            log(f"overlap publish failed (exit {error.exit_code}): {error}; run it again to "
-                "complete")
-            return NightlyRun(error.exit_code, run_dir, error=error)
-    if baseline is None:
-        # One night per date: other runs of tonight's date are attempts of this night (a
-        # retry, with or without RUN_ID), never its baseline: the previous night is.
-        found, skipped = comparable_baseline(
-            base, run_date=_day_before(run_date), candidate=run_dir,
-            measures=(compare_options or {}).get("measures"))
-        baseline = None if found is None else found.path
-        if skipped and found is not None:
-            log(f"passing over {len(skipped)} newer "
-                f"{'run' if len(skipped) == 1 else 'runs'} with no measure in common with "
-                f"tonight's: {', '.join(r.path for r in skipped)}")
-        elif skipped:
-            none = InputError(f"no earlier run under {root} has a measure in common with "
-                              f"tonight's (the last one: {skipped[0].path})",
-                              hint="compare with a run of your choice with --baseline "
-                                   "RUN_DIR (env BASELINE), or choose the measures with "
-                                   "COMPARE_ARGS=\"--metrics ...\"")
-            log(str(none))
-            return NightlyRun(none.exit_code, run_dir, error=none)
-    if baseline is None:
-        log(f"no earlier successful run under {root}; nothing to compare with")
-        return NightlyRun(0, run_dir)
-    log(f"comparing {run_dir} with {baseline}")
-    try:
-        options = dict(compare_options or {})
-        if config is not None:  # the config file's cluster keys, unless COMPARE_ARGS says
-            if config.scratch and not options.get("scratch"):
-                options["scratch"] = config.scratch
-            if config.allow_local_paths:
-                options.setdefault("allow_local_paths", True)
-        history = _earlier_nights(base, run_dir, run_date=run_date,
-                                  window=options.pop("history_window", None))
-        result = compare(baseline, run_dir, output=compare_dir, history=history, **options)
-    except PipelineError as error:
-        log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, {again}")
-        return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, error=error)
-    if plot:
-        try:
-            # on object storage: drawn here, then uploaded beside compare.json
-            draw_delta_plot(result.comparison, f"{compare_dir}/delta.png")
-        except Exception as error:  # noqa: BLE001 - a picture must not change the verdict
-            log(f"warning: the plot was not drawn: {error}")
-    if write_report:
-        try:
-            report(run_dir, output=f"{compare_dir}/report.html", baseline=baseline,
-                   comparison=f"{compare_dir}/compare.json")
-        except PipelineError as error:
-            log(f"overlap report failed: {error}; the comparison stands")
+        _check_night(run_date, run_id, config, compare_options, baseline)
+        night = _place_night(root, run_date, run_id, predictions, references, config)
+        _score_night(night, predictions, references, config, log)
+        if publish_options is not None:
+            _publish_run(night, publish_options, log)
+        if baseline is None:
+            baseline = _previous_night(night, compare_options, log)
+        if baseline is None:
+            log(f"no earlier successful run under {root}; nothing to compare with")
+            return NightlyRun(0, night.run_dir)
+        result = _compare_night(night, baseline, config, compare_options, log)
+        _draw_night(night, baseline, result, plot=plot, write_report=write_report, log=log)
+        if publish_options is not None:
+            _publish_comparison(night, baseline, result, publish_options, log)
+    except _NightEnded as ended:
+        return ended.run
     code = 1 if result.alarm else 0
-    if publish_options is not None:
-        log(f"publishing {compare_dir}")
-        try:
-            publish(compare_dir, run_date=run_date, **publish_options)
-        except PipelineError as error:
-            log(f"overlap publish of the comparison failed (exit {error.exit_code}): {error}; "
-                f"the comparison says {'ALARM' if code else 'no alarm'}; to complete, {again}")
-            return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, result,
-                              error=error)
-    log("ALARM: read " + f"{compare_dir}/compare.json and the examples that moved" if code
-        else "no alarm")
-    return NightlyRun(code, run_dir, compare_dir, baseline, result)
+    log("ALARM: read " + f"{night.compare_dir}/compare.json and the examples that moved"
+        if code else "no alarm")
+    return NightlyRun(code, night.run_dir, night.compare_dir, baseline, result)
 
 
 def publish(
