@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The nightly loop a scheduler runs: `overlap nightly ROOT PREDICTIONS [REFERENCES]` (see
-# `overlap nightly --help` and docs/compare.md, "Nightly use"). The settings come from the
+# `overlap nightly --help` and docs/nightly.md). The settings come from the
 # same environment variables (RUN_DATE, RUN_ID, BASELINE, SCORE_ARGS, COMPARE_ARGS,
 # PUBLISH_ARGS, REPORT=1), OVERLAP names the command (default: overlap; e.g.
 # ".venv/bin/overlap"), and the exit codes are the command's: 0 no alarm, or a first run

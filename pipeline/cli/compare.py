@@ -267,7 +267,7 @@ Examples:
   overlap compare BASE CAND --history /data/overlap --output cmp/ --plot cmp/delta.png
 
 \b
-Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
+Details: docs/compare.md (statistics, bands, drift, outputs); nightly use: docs/nightly.md."""
 
 
 @main.command("compare", epilog=_COMPARE_EPILOG)

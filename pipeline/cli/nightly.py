@@ -147,7 +147,7 @@ Examples:
       overlap nightly /data/overlap s3://evals/tonight/predictions s3://evals/refs --report
 
 \b
-Details, cron and Airflow: docs/compare.md ("Nightly use").""")
+Details, cron and Airflow: docs/nightly.md.""")
 @click.argument("root")
 @click.argument("predictions")
 @click.argument("references", required=False)

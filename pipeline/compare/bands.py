@@ -19,7 +19,7 @@ its own units (``--band bleu.score=0.5``).
 :data:`BAND_MULTIPLIER` (4) was chosen by simulation (``scripts/simulate_nightly.py``, 60
 nights of a REALSumm suite, 3 seeds, 84 drift-free nights): with 3 the learned band let
 through change alarms on 2 null nights, with 4 and 5 none did, and 4 catches more; see
-docs/compare.md, "Nightly use".
+docs/nightly.md, "How the alarm learns".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Issue 24 (failures 8 and 9): retried nights, and the cron and Airflow recipes of
-docs/compare.md run as written (paths replaced by temporary ones)."""
+docs/nightly.md run as written (paths replaced by temporary ones)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pipeline.config import ScoreConfig
 from tests.compare.test_compare_fixtures import realsumm, truncate_half
 
 REPO = Path(__file__).resolve().parents[2]
-DOC = REPO / "docs" / "compare.md"
+DOC = REPO / "docs" / "nightly.md"
 OVERLAP = Path(sys.executable).parent / "overlap"
 
 
@@ -54,7 +54,7 @@ def _references(path: Path, frame) -> Path:
 def _block(kind: str) -> str:
     text = DOC.read_text()
     found = re.findall(rf"```{kind}\n(.*?)```", text, flags=re.S)
-    assert len(found) == 1, f"one ```{kind} block expected in docs/compare.md"
+    assert len(found) == 1, f"one ```{kind} block expected in docs/nightly.md"
     return found[0]
 
 
