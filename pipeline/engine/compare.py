@@ -10,11 +10,11 @@ cluster):
    split by the hash of its ids into an exchange file (:mod:`pipeline.io.exchange`) in a
    scratch directory, and part ``b`` is bucket ``b`` of every exchange file of both runs.
 2. **First pass**, one task per part (:func:`compare_pair`): pair the part's examples by key
-   (:func:`pipeline.compare.pairing.pair_part`), return per scope (overall and each group)
+   (:func:`pipeline.compare.parts.pair_part`), return per scope (overall and each group)
    the paired count, exact partial sums, largest values, the counts of examples in one run
    only, the part's top moved examples and its first ids without a pair; keep the paired
    values for the second pass in a scratch file.
-3. The driver adds the first passes (:class:`~pipeline.compare.pairing.PairingMerger`) and
+3. The driver adds the first passes (:class:`~pipeline.compare.parts.PairingMerger`) and
    fixes each scope's exact-summation grids.
 4. **Second pass**, one task per part (:func:`compare_resample`): the part's share of each
    scope's paired bootstrap and randomization sums, weights keyed by each pair's identity
@@ -51,10 +51,9 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from pipeline.compare.pairing import (
+from pipeline.compare.pairing import Comparison, PairedExamples
+from pipeline.compare.parts import (
     ALL_SCOPE,
-    Comparison,
-    PairedExamples,
     PairingMerger,
     PartArrays,
     PartPairing,
@@ -268,7 +267,7 @@ def compare_split(fs: pafs.FileSystem, path: str, columns: Sequence[str], id_col
 
 @small_result
 def compare_pair(job: PartJob) -> PartPairing | None:
-    """The first pass over a part (:func:`pipeline.compare.pairing.pair_part`).
+    """The first pass over a part (:func:`pipeline.compare.parts.pair_part`).
 
     Its paired values are written to ``job.spill_uri`` for the second pass.
 
@@ -292,7 +291,7 @@ def compare_pair(job: PartJob) -> PartPairing | None:
 def compare_resample(job: PartJob, local: Sequence[tuple], grids: Mapping[tuple, GridScales],
                      n_bootstrap: int, n_trials: int, seed: int
                      ) -> dict[tuple, ScopeResamples]:
-    """The second pass over a part (:func:`pipeline.compare.pairing.part_resamples`).
+    """The second pass over a part (:func:`pipeline.compare.parts.part_resamples`).
 
     Reads the first pass's scratch file (or pairs the part again when it is not there).
     """

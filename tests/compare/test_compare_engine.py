@@ -223,7 +223,7 @@ def test_shared_summeval_runs(tmp_path):
 def test_parts_arriving_read_only_are_merged():
     """Ray hands results over zero-copy from its object store: read-only arrays (the
     three-node test failed so: 'output array is read-only')."""
-    from pipeline.compare.pairing import ALL_SCOPE, PairingMerger, pair_part, part_resamples
+    from pipeline.compare.parts import ALL_SCOPE, PairingMerger, pair_part, part_resamples
 
     rng = np.random.default_rng(1)
     frames = [pd.DataFrame({"id": [f"e{i}" for i in range(j, j + 50)],
