@@ -94,6 +94,9 @@ def test_a_retried_night_without_run_id_keeps_its_alarm(tmp_path, texts):
     assert nxt.baseline == retry.run_dir and nxt.exit_code == 0
 
 
+# Slow tier: three or four nights through the installed command in fresh processes (about 9
+# CPU-seconds each); the retry rule they show is checked in-process above, in the fast tier.
+@pytest.mark.slow
 @pytest.mark.skipif(not OVERLAP.exists(), reason="the overlap console script is not installed")
 def test_the_cron_recipe_mails_alarms_and_logs_every_night(tmp_path, texts):
     # failure 9: the recipe redirected everything to a log, so cron had nothing to mail
@@ -155,6 +158,9 @@ class _BashOperator:
         self.kwargs = kwargs
 
 
+# Slow tier: three or four nights through the installed command in fresh processes (about 9
+# CPU-seconds each); the retry rule they show is checked in-process above, in the fast tier.
+@pytest.mark.slow
 @pytest.mark.skipif(not OVERLAP.exists(), reason="the overlap console script is not installed")
 def test_the_airflow_recipe_with_a_retry_keeps_the_alarm(tmp_path, texts, monkeypatch):
     # failure 8 as Airflow runs it: RUN_DATE without RUN_ID, the task retried
