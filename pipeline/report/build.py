@@ -25,6 +25,7 @@ from pipeline.report.html import (
     facts,
     histogram_svg,
     marked_text,
+    marked_tokens,
     num,
     page,
     table,
@@ -352,18 +353,34 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
 
 
 def _explain_pair(prediction: str | None, references: list[str | None], metric: str,
-                  config: dict[str, Any]) -> Any | None:
+                  config: dict[str, Any], *, language: Any = None) -> Any | None:
     """The explanation of ``metric`` (its family's own) under the run's settings, or None.
 
-    None when a text is missing or the metric's family has no explanation.
+    ``language``: the example's own language where the run read it from a column
+    (``--language column:COL``, :func:`pipeline.report.texts.example_languages`).
+    None when a text is missing, the metric's family has no explanation, or such a run has
+    no language for the example.
     """
     from pipeline.explanation import explain, run_settings
     from pipeline.metrics.registry import family_of
+    from pipeline.metrics.rouge.languages import language_column
 
     explained = getattr(family_of(metric), "explainer", None) is not None
     if prediction is None or not references or not explained:
         return None
-    return explain(prediction, references, **{**run_settings(config), "metrics": (metric,)})
+    settings = {**run_settings(config), "metrics": (metric,)}
+    if language_column(settings.get("language")) is not None:
+        if not language:
+            return None
+        settings["language"] = language
+    return explain(prediction, references, **settings)
+
+
+def _tokens_html(label: str, tokens: Any, classes: dict[int, str]) -> str:
+    """Per-language tokens (``--language``) as compared, quoted, the matched ones marked."""
+    return (f'<div class="label">{esc(label)}: {len(tokens.tokens)} tokens as compared '
+            "(quoted)</div>"
+            f'<p class="tokens">{marked_tokens(tokens.tokens, classes)}</p>')
 
 
 def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
@@ -385,6 +402,9 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
     from pipeline.metrics.registry import family_of
 
     marking = getattr(family_of(metric), "explainer", None) is not None
+    ids = list(dict.fromkeys(top[id_col].tolist()))
+    languages = {"baseline": _languages(base_run, ids, marking),
+                 "this run": _languages(cand_run, ids, marking)}
     legend = ('<p class="legend muted">Words matched under ' + esc(metric) + ': '
               '<mark class="base">by the baseline</mark><mark class="cand">by this run</mark>'
               '<mark>by both</mark> (predictions: their units matched in the reference shown; '
@@ -401,8 +421,10 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         base_text, cand_text = row.get("baseline_prediction"), row.get("candidate_prediction")
         base_text = None if pd.isna(base_text) else str(base_text)
         cand_text = None if pd.isna(cand_text) else str(cand_text)
-        eb = _explain_pair(base_text, references, metric, base_run.config) if marking else None
-        ec = _explain_pair(cand_text, references, metric, cand_run.config) if marking else None
+        eb = _explain_pair(base_text, references, metric, base_run.config,
+                           language=languages["baseline"].get(row[id_col])) if marking else None
+        ec = _explain_pair(cand_text, references, metric, cand_run.config,
+                           language=languages["this run"].get(row[id_col])) if marking else None
         out.append('<section class="example">')
         out.append(f"<h3>{k}. {esc(ident)}: {esc(measure)} {num(row['baseline'])} \u2192 "
                    f"{num(row['candidate'])} ({num(row['delta'], '+.4f')})</h3>")
@@ -428,6 +450,8 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
             spans = m.prediction.spans if m is not None else None
             out.append(f'<div class="label">{esc(side)} prediction</div>'
                        f'<p class="text">{marked_text(text, spans, classes)}</p>')
+            if m is not None and m.view.startswith("xlsum"):  # tokens not in the text
+                out.append(_tokens_html(f"{side} prediction", m.prediction, classes))
         if references:
             hit_b = set(pair_b.reference_positions) if pair_b is not None else set()
             hit_c = set(pair_c.reference_positions) if pair_c is not None else set()
@@ -440,8 +464,22 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
             out.append(f'<div class="label">{esc(which)}</div>'
                        f'<p class="text">{marked_text(references[ref_index], spans, classes)}'
                        "</p>")
+            if m is not None and m.view.startswith("xlsum"):
+                out.append(_tokens_html(which, m.references[ref_index], classes))
         out.append("</section>")
     return out
+
+
+def _languages(run: Any, ids: list[Any], marking: bool) -> dict[Any, Any]:
+    """Each example's language under ``--language column:COL`` (empty otherwise)."""
+    from pipeline.report.texts import example_languages
+
+    if not marking:
+        return {}
+    try:
+        return example_languages(run, ids) or {}
+    except InputError:  # the examples are explained without marks, as for missing texts
+        return {}
 
 
 def comparison_options(document: dict[str, Any]) -> dict[str, Any]:
