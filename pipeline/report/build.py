@@ -58,6 +58,24 @@ def _measures(agg: pd.DataFrame) -> list[tuple[str, str]]:
     return list(dict.fromkeys(zip(rows["metric"], rows["measure"], strict=True)))
 
 
+def _warnings_section(run: Any) -> list[str]:
+    """The run's silent-zero notes (``DataNote.loud``) in a box at the top of the report.
+
+    E.g. non-Latin texts with no ROUGE token, Chinese under BLEU's ``13a``: their scores are
+    0 for a reason that is not the texts' quality, said where a reader looks first (as
+    ``overlap score`` prints them first). Empty when the run has none.
+    """
+    m = run.manifest
+    counts, config = m.get("counts") or {}, m.get("config") or {}
+    loud = [note.text(counts[note.key], config) for note in data_notes()
+            if note.loud and counts.get(note.key)]
+    if not loud:
+        return []
+    return ['<div class="verdict alarm"><strong>Scores of 0 that say nothing about the '
+            "texts</strong><ul>" + "".join(f"<li>{esc(n)}</li>" for n in loud)
+            + "</ul></div>"]
+
+
 def _run_section(run: Any, agg: pd.DataFrame,
                  values: dict[tuple[str, str], np.ndarray]) -> list[str]:
     m = run.manifest
@@ -76,7 +94,7 @@ def _run_section(run: Any, agg: pd.DataFrame,
         items.append(("left out", ", ".join(f"{k.replace('_', ' ')}: {v}"
                                             for k, v in skipped.items() if v)))
     notes = [note.text(counts[note.key], m.get("config") or {}) for note in data_notes()
-             if counts.get(note.key)]
+             if counts.get(note.key) and not note.loud]  # the loud ones: _warnings_section
     notes += [f"{counts[k]} {one if counts[k] == 1 else many}"
               for k, (one, many) in _SKIP_NOTES.items() if counts.get(k)]
     if m.get("resumed"):
@@ -586,7 +604,7 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
     body = [f"<h1>overlap report: run {esc(run.run_id)}</h1>",
             f'<p class="muted">Made {esc(made)} by overlap-pipeline '
             f"{esc(run.manifest.get('version', ''))}. Self-contained: no script, nothing "
-            "loaded from the network.</p>"]
+            "loaded from the network.</p>", *_warnings_section(run)]
     tail: list[str] = []
     if baseline is not None:
         from pipeline.compare import compare_runs

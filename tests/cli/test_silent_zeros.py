@@ -121,3 +121,20 @@ def test_explain_says_which_texts_have_no_token_before_the_tokens():
                                       "--language", "russian"])
     assert fixed.exit_code == 0, fixed.output
     assert "warning:" not in fixed.output
+
+
+def test_the_report_says_it_first(mixed, tmp_path):
+    run = tmp_path / "r"
+    scored = CliRunner().invoke(main, ["score", str(mixed), "--output", str(run),
+                                       "--metrics", "rouge1,bleu", "--bootstrap", "0"])
+    assert scored.exit_code == 0, scored.output
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(run), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text("utf-8")
+    box = page.index("Scores of 0 that say nothing about the texts")
+    # before the run's facts, with the counts of rouge-score's tokenizer and 13a's words
+    assert box < page.index("<h2>This run</h2>")
+    assert f"{_rouge_score_empty()} non-empty texts produced no token with tokenizer " \
+           "rouge-score" in page[box:page.index("</div>", box)]
+    assert "2 texts are in a script written without spaces" in page[box:]
