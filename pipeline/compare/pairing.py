@@ -433,7 +433,8 @@ def _setup(measures: Sequence[str], specs: Sequence[MetricSpec], *, band: float,
                                    for c in m.columns))
     columns = list(dict.fromkeys([*value_cols, *stat_cols]))
     estimates = [Estimate(tuple(columns.index(x) for x in m.columns),
-                          m.spec.corpus if m.statistic == "corpus" and m.spec else None)
+                          m.spec.corpus if m.statistic == "corpus" and m.spec else None,
+                          bool(m.statistic == "corpus" and m.spec and m.spec.corpus_sized))
                  for m in described]
     return _Setup(described, dict(floors), value_cols, columns, estimates)
 
