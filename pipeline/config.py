@@ -46,6 +46,18 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
     return lambda key, value: as_choice(key, value, choices)
 
 
+def _storage(key: str, value: Any) -> dict[str, Any] | None:
+    from pipeline.io.storage import from_mapping
+
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: expected a mapping (endpoint, region, profile, path_style, "
+                          "allow_http)")
+    from_mapping(value, where=key)  # checked now, applied by the commands
+    return dict(value)
+
+
 # Settings of a run besides scoring (ScoringSettings converts those): key -> converter.
 _RUN_KEYS: dict[str, Callable[[str, Any], Any]] = {
     "id_column": as_str,
@@ -65,6 +77,9 @@ _RUN_KEYS: dict[str, Callable[[str, Any], Any]] = {
     "partition_rows": as_int,
     "ship_code": as_bool,
     "runtime_env": as_mapping,
+    "allow_local_paths": as_bool,
+    "scratch": as_opt_str,
+    "storage": _storage,
 }
 
 
@@ -115,6 +130,13 @@ class ScoreConfig:
         ship_code: on a cluster, upload this package to the workers (Ray runtime_env
             ``py_modules``) so they run the driver's version.
         runtime_env: extra Ray ``runtime_env`` for cluster runs (e.g. ``pip``), or None.
+        allow_local_paths: with a cluster address, accept local paths (inputs, output,
+            scratch): for a single-host cluster or a disk mounted at one path on every node.
+        scratch: where a comparison of ``overlap nightly`` keeps its temporary files on a
+            cluster (a directory every node reads; None: beside the comparison's output).
+        storage: object-storage settings (:mod:`pipeline.io.storage`: endpoint, region,
+            profile, path_style, allow_http), or None; never written into a manifest
+            (:meth:`to_dict` gives None) and not part of equality.
 
     Raises:
         ConfigError: an unknown key or any invalid value (named by its key).
@@ -139,6 +161,9 @@ class ScoreConfig:
     partition_rows: int = 50_000
     ship_code: bool = True
     runtime_env: Mapping[str, Any] | None = None
+    allow_local_paths: bool = False
+    scratch: str | None = None
+    storage: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __init__(self, **values: Any) -> None:
         given = values.pop("scoring", None)  # as dataclasses.replace passes it
@@ -177,6 +202,12 @@ class ScoreConfig:
                 raise ConfigError(f"{key}: a column is listed twice in {', '.join(names)}")
         if self.bootstrap < 0:
             raise ConfigError(f"bootstrap: expected a count >= 0, got {self.bootstrap}")
+        if self.bootstrap:
+            from pipeline.aggregate import bootstrap_bytes
+            from pipeline.machine import check_fits
+
+            check_fits("bootstrap", self.bootstrap, bytes_each=bootstrap_bytes(
+                self.scoring.specs(), self.scoring.thresholds))
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"confidence: expected a level in (0, 1), got {self.confidence}",
                               hint="e.g. 0.95")
@@ -206,26 +237,43 @@ class ScoreConfig:
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain YAML/JSON values, keyed as in the config file.
 
-        The keys are :data:`CONFIG_KEYS`, in that order; ``resolve_config(to_dict())``
-        rebuilds an equal config.
+        The keys are :data:`CONFIG_KEYS`, in that order (less the family options declared
+        ``omit_default`` that are at their default); ``resolve_config(to_dict())`` rebuilds
+        an equal config.
         """
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "scoring"}
         values.update(self.scoring.to_dict())
-        out = {key: values[key] for key in CONFIG_KEYS}
+        out = {key: values[key] for key in CONFIG_KEYS if key in values}
         for key in ("group_by", "keep_columns"):
             out[key] = list(out[key])
         out["runtime_env"] = dict(self.runtime_env) if self.runtime_env else None
+        out["storage"] = None  # endpoints and profiles stay out of manifests
         return out
 
 
-# Every key of the config file (and of the manifest's "config"), in to_dict order.
+# Keys about where a run executes, not what it computes: left out of the manifest's "config"
+# (see :func:`manifest_config`): a storage endpoint or a profile is nobody's business there.
+ENVIRONMENT_KEYS = ("allow_local_paths", "scratch", "storage")
+
+
+def manifest_config(config: ScoreConfig) -> dict[str, Any]:
+    """Return the settings as a manifest records them.
+
+    :meth:`ScoreConfig.to_dict` without :data:`ENVIRONMENT_KEYS` (results do not depend on
+    them).
+    """
+    return {k: v for k, v in config.to_dict().items() if k not in ENVIRONMENT_KEYS}
+
+
+# Every key of the config file (and, but ENVIRONMENT_KEYS, of the manifest's "config"), in
+# to_dict order.
 CONFIG_KEYS = ("id_column", "prediction_column", "reference_column", "metrics",
                *(p.key for p in registry.presets()),
                *(o.key for o in registry.options()),
                "group_by", "keep_columns", "keep_text", "bootstrap", "confidence", "seed",
                "on_missing", "on_empty_references", "max_tokens", "on_long_text",
                "engine", "address", "num_cpus", "partition_rows", "ship_code", "runtime_env",
-               "threshold")
+               "allow_local_paths", "scratch", "storage", "threshold")
 assert set(CONFIG_KEYS) == set(_RUN_KEYS) | set(scoring_keys())
 
 
@@ -330,6 +378,7 @@ def resolve_config(*layers: Mapping[str, Any] | None) -> ScoreConfig:
     return ScoreConfig(**merged)
 
 
-__all__ = ["CONFIG_KEYS", "DEFAULT_MAX_TOKENS", "DEFAULT_SEED", "ENGINES", "ON_EMPTY_REFERENCES",
+__all__ = ["CONFIG_KEYS", "DEFAULT_MAX_TOKENS", "DEFAULT_SEED", "ENGINES", "ENVIRONMENT_KEYS",
+           "manifest_config", "ON_EMPTY_REFERENCES",
            "ON_LONG_TEXT", "ON_MISSING", "ScoreConfig", "Threshold", "load_config_file",
            "resolve_config"]

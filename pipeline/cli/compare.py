@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from pipeline import compare as cmp
-from pipeline.cli import main
+from pipeline.cli import main, results_only_stdout
 from pipeline.cli.options import measures_option
 from pipeline.errors import PipelineError
 
@@ -323,8 +323,9 @@ Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
               help="List the N examples whose first measure moved most (0: none).")
 @click.option("--output", type=str, default=None, metavar="DIR",
               help="Write compare.parquet and compare.json into DIR.")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
-              help="Write a PNG of the per-example deltas with the mean and its interval.")
+@click.option("--plot", type=str, default=None, metavar="FILE.png",
+              help="Write a PNG of the per-example deltas with the mean and its interval "
+                   "(a path, or a URI: drawn here, then uploaded).")
 @click.option("--allow-signature-mismatch", is_flag=True,
               help="Compare runs scored with different settings for a compared measure "
                    "(tokenizer, stemmer, case, multi-reference rule...).")
@@ -334,6 +335,13 @@ Details: docs/compare.md (statistics, bands, drift, outputs, nightly use)."""
                    "(in-process on every CPU; Ray whenever an address is set or Ray is "
                    "running in the process), ray (local instance or --address) or local.")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS).")
+@click.option("--scratch", metavar="URI", default=None,
+              help="Directory for the comparison's temporary files on a cluster, on storage "
+                   "every node reads (deleted at the end).  [default: a hidden directory "
+                   "beside --output, or beside CANDIDATE_DIR without one]")
+@click.option("--allow-local-paths", is_flag=True,
+              help="With --address, accept local paths (runs, --output, --scratch): only for "
+                   "a single-host cluster or a disk mounted at one path on every node.")
 @click.option("--format", "output_format",
               type=click.Choice(["summary", "table", "alarms", "json"]), default="summary",
               show_default=True,
@@ -347,7 +355,8 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
                     adjust: str, confidence: float, n_bootstrap: int,
                     seed: int, max_missing: float, top: int, output: str | None,
                     plot: str | None, allow_signature_mismatch: bool,
-                    engine: str, address: str | None, output_format: str) -> None:
+                    engine: str, address: str | None, scratch: str | None,
+                    allow_local_paths: bool, output_format: str) -> None:
     """Tell whether a run moved against a baseline beyond noise.
 
     BASELINE_DIR and CANDIDATE_DIR are two `overlap score` outputs. Pairs examples by id
@@ -366,7 +375,7 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
 
     band, bands = parse_bands(band_values)
     try:
-        if plot:
+        if plot and "://" not in plot:
             from pipeline.plots import check_plot_output
 
             check_plot_output(plot)
@@ -374,13 +383,14 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
             from pipeline.io.runs import check_comparison_output
 
             check_comparison_output(output)
-        result = api.compare(
-            baseline_dir, candidate_dir, output=output, measures=_split(metrics) or None,
-            band=band, bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
-            top=top, allow_signature_mismatch=allow_signature_mismatch,
-            max_missing=max_missing, adjust=adjust, history=history,
-            history_window=history_window, reference_run=reference_run, engine=engine,
-            address=address)
+        with results_only_stdout():  # Ray's messages never mix with the result
+            result = api.compare(
+                baseline_dir, candidate_dir, output=output, measures=_split(metrics) or None,
+                band=band, bands=bands, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed,
+                top=top, allow_signature_mismatch=allow_signature_mismatch,
+                max_missing=max_missing, adjust=adjust, history=history,
+                history_window=history_window, reference_run=reference_run, engine=engine,
+                address=address, scratch=scratch, allow_local_paths=allow_local_paths)
         doc = result.to_document()
         if output:
             click.echo(f"wrote {safe(output.rstrip('/'))}/compare.parquet and "
@@ -403,9 +413,7 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
     if plot:
         # after the result is printed and written: a failed plot never hides an alarm
         try:
-            from pipeline.plots import plot_deltas
-
-            plot_deltas(result.comparison, plot)
+            api.draw_delta_plot(result.comparison, plot)  # a URI: drawn here, uploaded
             click.echo(f"wrote {safe(plot)}", err=True)
         except Exception as err:  # noqa: BLE001 - a picture must not change the verdict
             click.echo(f"warning: the plot was not drawn: {safe(err)}", err=True)

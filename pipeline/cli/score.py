@@ -8,7 +8,6 @@ error's code (2 bad usage or input, 3 output exists, 4 execution failure).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, results_only_stdout
 from pipeline.config import ENGINES, ON_EMPTY_REFERENCES, ON_LONG_TEXT, ON_MISSING
 from pipeline.errors import PipelineError, did_you_mean
 from pipeline.metrics.base import Option
@@ -139,8 +138,8 @@ Examples:
   overlap score preds/ --references refs/ --output runs/r155 --rouge155 "-n 4 -w 1.2 -m"
 
 \b
-Details: docs/scoring.md (inputs, output columns, bad input, resuming),
-docs/metrics.md (every metric and option)."""
+Details: docs/scoring.md (inputs, options), docs/outputs.md (columns),
+docs/failures.md (bad input, resuming), docs/metrics.md (every metric and option)."""
 
 
 @main.command("score", epilog=_SCORE_EPILOG)
@@ -180,6 +179,9 @@ docs/metrics.md (every metric and option)."""
                    "local (in-process).  [default: auto]")
 @click.option("--address", help="Ray cluster address (also RAY_ADDRESS); default: start a "
                                 "local Ray sized to this machine.")
+@click.option("--allow-local-paths", is_flag=True, default=None,
+              help="With --address, accept local paths (inputs, --output): only for a "
+                   "single-host cluster or a disk mounted at one path on every node.")
 @click.option("--run-id", help="Run id (letters, digits, . _ -).  [default: UTC time + "
                                "random suffix]")
 @click.option("--overwrite", is_flag=True, help="Replace a complete existing output.")
@@ -214,7 +216,7 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
                 click.echo(line, err=True)
         # Only the result goes to stdout: whatever prints during the run (Ray reports a
         # task's retry, with its traceback, on stdout) goes to stderr.
-        with contextlib.redirect_stdout(sys.stderr):
+        with results_only_stdout():
             run = score(predictions, references=references, output=output, config=config,
                         run_id=run_id, overwrite=overwrite, defer_engine_stop=True,
                         progress=progress.update if progress else None)
@@ -225,6 +227,8 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         ctx.exit(err.exit_code)
     if progress:
         progress.clear()
+    for line in loud_warnings(run.manifest):  # where a user looks first, before the table
+        click.echo(line, err=True)
     if output_format == "json":
         from pipeline.cli.compare import safe_json
 
@@ -340,6 +344,19 @@ def _summary_table(header: list[str], rows: list[list[str]], *, width: int | Non
     return out
 
 
+def loud_warnings(manifest: dict[str, Any]) -> list[str]:
+    """``warning: ...`` lines for the data notes that mean silent zeros (``DataNote.loud``).
+
+    E.g. non-Latin texts that produced no ROUGE token, or Chinese under BLEU's ``13a``:
+    their scores are 0 for a reason that is not the texts' quality.
+    """
+    from pipeline.metrics import registry
+
+    counts, config = manifest.get("counts") or {}, manifest.get("config") or {}
+    return [f"warning: {note.text(counts[note.key], config)}" for note in registry.data_notes()
+            if note.loud and counts.get(note.key)]
+
+
 def format_summary(manifest: dict[str, Any], aggregate: Any, *,
                    width: int | None = SUMMARY_WIDTH) -> str:
     """Render a run's summary: each metric's primary measure (and pass rates) per group.
@@ -417,6 +434,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
                 if config["bootstrap"] else "no interval (--bootstrap 0)")
     out = [
         f"scored {counts['examples_scored']:,} examples in {seconds:.1f} s ({where})",
+        *loud_warnings(manifest),
         f"signature: {manifest['signature']}",
         "",
     ]
@@ -428,7 +446,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
     out += [f"{m}: {a.breakdown_text}"  # the corpus score's parts, as sacrebleu prints them
             for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
     out += [f"note: {note.text(counts[note.key], config)}" for note in registry.data_notes()
-            if counts.get(note.key)]
+            if counts.get(note.key) and not note.loud]
     if counts.get("null_predictions"):
         n_null = counts["null_predictions"]
         out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')}"

@@ -24,14 +24,18 @@ cluster):
 
 Every task holds one part (or one examples file) and returns sums and bounded lists; the
 driver holds per scope ``(n_bootstrap * 2k + n_trials * k) * 8`` bytes (k value columns).
-The scratch directory is the local temporary directory unless given; on a cluster of
-several hosts it must be storage every node reads (the first pass's files are read by the
-second pass wherever it runs; a second pass that finds none pairs its part again).
+The scratch directory (the exchange files and the first pass's files) is made under
+``scratch`` (a local path or a URI; :func:`pipeline.api.compare` puts it beside the output
+on a cluster, on the output's storage, see :func:`scratch_base`) or, without it, in this
+machine's temporary directory, which only an in-process or local-Ray comparison may use:
+every task of a part reads what another task wrote, wherever either ran. It is deleted at
+the end, also after a failure.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import shutil
 import tempfile
@@ -61,7 +65,7 @@ from pipeline.compare.statistics import GridScales, ScopeResamples
 from pipeline.engine.base import Runner, small_result
 from pipeline.errors import ExecutionError, InputError
 from pipeline.io.exchange import PiecesWriter, read_piece
-from pipeline.io.files import locate
+from pipeline.io.files import Location, locate
 from pipeline.io.partition import partition_of, split_by_partition
 
 # Rows per part when the runs' examples are exchanged (the score stage's default).
@@ -365,7 +369,7 @@ def compare_on_engine(
     max_missing: float,
     adjust: str,
     examples: Callable[[], PairedExamples] | None = None,
-    scratch_dir: str | None = None,
+    scratch: str | None = None,
     part_rows: int = PART_ROWS,
     on_top: Callable[[pd.DataFrame], None] | None = None,
 ) -> Comparison:
@@ -389,7 +393,9 @@ def compare_on_engine(
         max_missing: as :func:`pipeline.compare.compare_examples`.
         adjust: as :func:`pipeline.compare.compare_examples`.
         examples: makes the per-example pairs when one asks for them (a plot).
-        scratch_dir: where the scratch directory is made (default: the temporary directory).
+        scratch: a directory (path or URI) on storage every worker reads, under which the
+            scratch directory ``overlap-compare-{random}`` is made and deleted at the end
+            (None: this machine's temporary directory, for in-process and local-Ray runs).
         part_rows: rows per part when the examples are exchanged, >= 1.
         on_top: called with the top moved examples (key columns first, as
             :meth:`Comparison.top` gives them) once the first pass is merged, while the
@@ -403,14 +409,14 @@ def compare_on_engine(
         ExecutionError: the engine or the scratch storage failed.
 
     """
-    scratch = tempfile.mkdtemp(prefix="overlap-compare-", dir=scratch_dir)
+    work = _make_scratch(scratch)
     try:
         common = {"columns": tuple(columns), "id_column": base.id_column,
                   "group_columns": tuple(group_columns), "measures": tuple(measures),
                   "metrics": tuple(metrics), "options": dict(options), "n_top": n_top}
 
         def spill(b: int) -> str:
-            return posixpath.join(scratch, f"pairs-{b:05d}.arrow")
+            return f"{work.uri}/pairs-{b:05d}.arrow"
 
         jobs: list[PartJob] = []
         parts_b, parts_c = matching_parts(base), matching_parts(cand)
@@ -429,17 +435,17 @@ def compare_on_engine(
             exchanged: dict[str, list[str]] = {}
             splits = []
             for name, run in (("baseline", base), ("candidate", cand)):
-                exchanged[name] = [posixpath.join(scratch, "exchange", f"{name}-{i:05d}.arrow")
+                exchanged[name] = [f"{work.uri}/exchange/{name}-{i:05d}.arrow"
                                    for i in range(len(run.files))]
                 splits += [(run.fs, f, tuple(columns), run.id_column, n, u)
                            for f, u in zip(run.files, exchanged[name], strict=True)]
             for _ in _completed(runner, compare_split, splits):
                 pass
             jobs = [PartJob(index=b, n_parts=n,
-                            baseline=Side(pafs.LocalFileSystem(), tuple(exchanged["baseline"]),
+                            baseline=Side(work.fs, tuple(exchanged["baseline"]),
                                           exchanged=True),
-                            candidate=Side(pafs.LocalFileSystem(),
-                                           tuple(exchanged["candidate"]), exchanged=True),
+                            candidate=Side(work.fs, tuple(exchanged["candidate"]),
+                                           exchanged=True),
                             check_buckets=False, spill_uri=spill(b), **common)
                     for b in range(n)]
             merger = _first_pass(runner, jobs, measures=measures, group_columns=group_columns,
@@ -462,7 +468,62 @@ def compare_on_engine(
                                  n_bootstrap=n_bootstrap, seed=seed, max_missing=max_missing,
                                  adjust=adjust, examples=examples)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _drop_scratch(work)
+
+
+def _make_scratch(base: str | None) -> Location:
+    """Create the comparison's scratch directory under ``base`` (None: the temp dir).
+
+    Raises:
+        ExecutionError: the storage refused.
+
+    """
+    if base is None:
+        path = tempfile.mkdtemp(prefix="overlap-compare-")
+        return Location(pafs.LocalFileSystem(), path, path)
+    loc = locate(base.rstrip("/") or base).child(f"overlap-compare-{uuid.uuid4().hex[:12]}")
+    try:
+        loc.fs.create_dir(loc.path, recursive=True)
+    except OSError as e:
+        raise ExecutionError(f"cannot create the comparison's scratch directory {loc.uri}: "
+                             f"{e}", hint="choose another --scratch") from None
+    return loc
+
+
+def _drop_scratch(work: Location) -> None:
+    """Delete the scratch directory, and ``base`` too when it is our own (best effort)."""
+    if isinstance(work.fs, pafs.LocalFileSystem):
+        shutil.rmtree(work.path, ignore_errors=True)
+    else:
+        try:
+            work.fs.delete_dir(work.path)
+        except OSError:
+            pass
+    head = posixpath.dirname(work.path)
+    if posixpath.basename(head).startswith(".") and SCRATCH_MARK in posixpath.basename(head):
+        try:  # the default base beside the output (scratch_base) is ours: remove it if empty
+            if isinstance(work.fs, pafs.LocalFileSystem):
+                os.rmdir(head)
+            elif not work.fs.get_file_info(pafs.FileSelector(head, allow_not_found=True)):
+                work.fs.delete_dir(head)
+        except OSError:
+            pass
+
+
+# The default scratch base's name: ``.{name}.overlap-compare-scratch`` beside the output.
+SCRATCH_MARK = ".overlap-compare-scratch"
+
+
+def scratch_base(output: str | None, candidate: str) -> str:
+    """Default scratch base of a cluster comparison: beside ``output``, else the candidate.
+
+    ``s3://b/cmp/night`` -> ``s3://b/cmp/.night.overlap-compare-scratch`` (a hidden sibling on
+    the same storage, removed again when empty).
+    """
+    target = (output or candidate).rstrip("/") or (output or candidate)
+    head, sep, name = target.rpartition("/")
+    hidden = f".{name}{SCRATCH_MARK}"
+    return f"{head}/{hidden}" if sep else hidden
 
 
 def _first_pass(runner: Runner, jobs: Sequence[PartJob], *, measures: Sequence[str],
@@ -482,5 +543,5 @@ def _first_pass(runner: Runner, jobs: Sequence[PartJob], *, measures: Sequence[s
     return merger
 
 
-__all__ = ["PART_ROWS", "SCHEME", "PartJob", "Side", "compare_on_engine", "compare_pair",
-           "compare_resample", "compare_split", "matching_parts"]
+__all__ = ["PART_ROWS", "SCHEME", "SCRATCH_MARK", "PartJob", "Side", "compare_on_engine",
+           "compare_pair", "compare_resample", "compare_split", "matching_parts", "scratch_base"]

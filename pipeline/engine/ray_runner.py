@@ -416,7 +416,7 @@ def _restore_signal_handlers(handlers: Mapping[int, Any]) -> None:
 CONNECT_TIMEOUT_S = 10.0
 
 
-def _check_reachable(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+def check_reachable(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """Fail fast when a ``host:port`` (or ``ray://host:port``) address accepts no connection.
 
     Raises:
@@ -435,6 +435,96 @@ def _check_reachable(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> N
         raise ExecutionError(f"could not connect to the Ray cluster at {address}: {e}",
                              hint="check --address / RAY_ADDRESS and that the head node "
                              "is running") from None
+
+
+# Seconds the driver check (:func:`check_driver`) may take before the run gives up.
+DRIVER_CHECK_TIMEOUT_S = 30.0
+
+# Run in a child process: Ray's GCS client aborts its process (a C++ check, a stack dump)
+# when token authentication is on and no token is found, and retries a refused token for
+# about 20 s inside ray.init. Prints one JSON line: the cause, or the nodes' raylet sockets
+# and the cluster's versions.
+_DRIVER_PROBE = r"""
+import json, sys
+try:
+    from ray._raylet import GcsClient
+    from ray._common.usage import usage_lib
+    gcs = GcsClient(address=sys.argv[1])
+    nodes = gcs.get_all_node_info(timeout=10)
+    meta = usage_lib.get_cluster_metadata(gcs) or {}
+    out = {"sockets": [n.raylet_socket_name for n in nodes.values() if n.state == 0],
+           "ray": meta.get("ray_version"), "python": meta.get("python_version")}
+except Exception as e:
+    out = {"error": type(e).__name__, "message": str(e).splitlines()[0] if str(e) else ""}
+print(json.dumps(out), flush=True)
+"""
+
+
+def check_driver(address: str, *, timeout_s: float = DRIVER_CHECK_TIMEOUT_S) -> None:
+    """Check, in seconds, that this process can be a driver of the cluster at ``address``.
+
+    A plain Ray driver (``host:port``) must run on a node of the cluster with the cluster's
+    token and Ray and Python versions: ``ray.init`` otherwise fails after about 20 s with
+    the cause among many warning lines, or aborts the process. The check asks the cluster's
+    GCS in a child process (about 2 s) and names the first cause found: no token, a wrong
+    token, this machine not a node (none of the nodes' raylet sockets is here), a version
+    mismatch. ``ray://`` (Ray Client) addresses are not checked.
+
+    Raises:
+        ExecutionError: one line naming the cause (exit 4).
+
+    """
+    import json
+    import platform
+    import subprocess
+
+    if address.startswith("ray://") or address == "auto" or address in _CHECKED:
+        return
+    hint = "see docs/cluster.md (where the driver runs)"
+    try:
+        proc = subprocess.run([sys.executable, "-c", _DRIVER_PROBE, address],
+                              capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ExecutionError(f"the Ray cluster at {address} did not answer within "
+                             f"{timeout_s:.0f} s", hint=hint) from None
+    try:
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        found = {"error": "abort", "message": proc.stderr}
+    error, message = found.get("error"), str(found.get("message") or "")
+    if error == "AuthenticationError" or "InvalidAuthToken" in message \
+            or "Unauthenticated" in message:
+        raise ExecutionError(f"the Ray cluster at {address} refused this driver's token "
+                             "(wrong token)", hint="set RAY_AUTH_TOKEN or "
+                             "RAY_AUTH_TOKEN_PATH to the cluster's token; " + hint)
+    if error == "abort" and "token" in message.lower():
+        raise ExecutionError(f"the Ray cluster at {address} needs a token and this driver "
+                             "has none", hint="set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH to "
+                             "the cluster's token; " + hint)
+    if error:
+        last = message.strip().splitlines()[-1] if message.strip() else error
+        raise ExecutionError(f"could not connect to the Ray cluster at {address}: {last[:300]}",
+                             hint=hint)
+    ours = (getattr(_import_ray(), "__version__", None), platform.python_version())
+    theirs = (found.get("ray"), found.get("python"))
+    if theirs[0] and (theirs[0] != ours[0] or (theirs[1] and theirs[1] != ours[1])):
+        raise ExecutionError(f"version mismatch: the Ray cluster at {address} runs Ray "
+                             f"{theirs[0]} on Python {theirs[1]}, this driver Ray {ours[0]} on "
+                             f"Python {ours[1]}", hint="install the cluster's versions, or "
+                             "run the driver on the head node; " + hint)
+    if not any(os.path.exists(str(s)) for s in found.get("sockets") or []):
+        raise ExecutionError(f"this machine is not a node of the Ray cluster at {address}: "
+                             "a Ray driver runs on a node (it talks to the node's raylet "
+                             "through a local socket)",
+                             hint="run the command on the head node, or submit it as a Ray "
+                                  "job (ray job submit); " + hint)
+    _CHECKED.add(address)
+
+
+# Addresses check_driver passed in this process (a run checks before taking its output's
+# lock, and the runner would check again).
+_CHECKED: set[str] = set()
 
 
 def package_runtime_env(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -486,7 +576,8 @@ class RayRunner:
         if running:
             self.address = "(existing connection)"
         elif address:
-            _check_reachable(address)
+            check_reachable(address)
+            check_driver(address)  # token, node, versions: one line within seconds
             handlers = _signal_handlers()
             try:
                 ray.init(address=address, runtime_env=dict(runtime_env or {}) or None,

@@ -31,7 +31,8 @@ from pipeline.io.write import COMPLETIONS_DIR, EXAMPLES_DIR, OutputDir, read_jso
 
 # Settings that decide where the work runs, not what it produces: left out of the key, so
 # that a run started on one engine or cluster can be finished on another.
-EXECUTION_SETTINGS = frozenset({"engine", "address", "num_cpus", "ship_code", "runtime_env"})
+EXECUTION_SETTINGS = frozenset({"engine", "address", "num_cpus", "ship_code", "runtime_env",
+                                "allow_local_paths", "scratch", "storage"})
 CHECKS_FILE = "checks.json"
 KEY_HEX_DIGITS = 16
 

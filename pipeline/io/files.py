@@ -1,6 +1,7 @@
 """Locating files: local paths and URIs, a file, a directory of shards, or a glob.
 
-Filesystems come from pyarrow (``file://``, ``s3://``, ``gs://``, ``hdfs://``, local paths);
+Filesystems come from pyarrow (``file://``, ``s3://``, ``gs://``, ``hdfs://``, local paths;
+``s3://`` with the object-storage settings of :mod:`pipeline.io.storage` when any is set);
 any other scheme that fsspec knows (``memory://``, ``az://`` with adlfs, ...) is opened through
 fsspec. Workers receive URIs (strings) and open the filesystem themselves, so nothing
 unpicklable crosses process boundaries.
@@ -73,6 +74,13 @@ def locate(uri: str) -> Location:
     if scheme == "file":
         path = uri.split("://", 1)[1]
         return Location(pafs.LocalFileSystem(), path, path)
+    if scheme in ("s3", "s3a"):
+        from pipeline.io import storage
+
+        options = storage.current()
+        if options.is_set:  # the storage settings (pipeline.io.storage), else pyarrow's own
+            return Location(storage.pyarrow_s3(options), uri.split("://", 1)[1].rstrip("/"),
+                            uri)
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
         return Location(fs, path, uri)
@@ -83,6 +91,44 @@ def locate(uri: str) -> Location:
             raise InputError(f"cannot open {uri}: no filesystem for {scheme}:// "
                              f"({pa_error}; fsspec: {e})") from None
         return Location(fs, uri.split("://", 1)[1], uri)
+
+
+def is_local(uri: str) -> bool:
+    """True when ``uri`` is a path on this machine's own filesystem (a path or ``file://``)."""
+    return _scheme(uri) in ("", "file")
+
+
+def check_shared(paths: dict[str, str | None], *, address: str,
+                 allow_local_paths: bool) -> None:
+    """Refuse local paths for a run on a Ray cluster, whose workers may be other hosts.
+
+    A worker on another host cannot see this machine's files: it would fail after the run
+    started, or write outputs and temporary files into its own disk. Single-host clusters
+    (every node on this machine, or a disk shared at the same path by every node) opt in
+    with ``allow_local_paths``.
+
+    Args:
+        paths: what each path is (``--output``, ``--scratch``, ``PREDICTIONS``...) -> the
+            path or URI given (None: not given).
+        address: the cluster address (for the message).
+        allow_local_paths: accept local paths (``--allow-local-paths``).
+
+    Raises:
+        ConfigError: a local path (exit 2, one line naming it).
+
+    """
+    if allow_local_paths:
+        return
+    from pipeline.errors import ConfigError
+
+    for what, uri in paths.items():
+        if uri is not None and is_local(uri):
+            raise ConfigError(
+                f"{what} {uri} is a local path, but --address {address} runs tasks on a "
+                "cluster whose workers may be other machines that cannot see it",
+                hint="use storage every node reads (s3://..., or a path shared by every "
+                     "node) and, for a single-host cluster or a disk mounted at the same "
+                     "path on every node, add --allow-local-paths")
 
 
 def list_parquet_files(uri: str, *, what: str) -> list[Location]:

@@ -34,6 +34,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError, ExecutionError, OutputExistsError
+from pipeline.io.checksum import file_sha256
 from pipeline.io.files import Location, locate
 from pipeline.io.lock import OutputLock
 from pipeline.io.schema import RUN_ID_KEY
@@ -236,8 +237,6 @@ def checksum(loc: Location) -> str:
         ExecutionError: the file cannot be read back.
 
     """
-    from pipeline.io.runs import file_sha256
-
     try:
         return file_sha256(loc.fs, loc.path)
     except OSError as e:
@@ -339,6 +338,7 @@ class OutputDir:
             raise
         resume = run_id is not None and self.resumable_run_id() == run_id
         try:
+            self._lock.verify()
             if not resume and _exists(self.staging) != pafs.FileType.NotFound:
                 self.staging.fs.delete_dir(self.staging.path)
             for sub in (f"{_STAGED_RUN}/{EXAMPLES_DIR}", COMPLETIONS_DIR):
@@ -464,6 +464,7 @@ class OutputDir:
         """
         self._check_destination()
         self.check_provenance(run_id=run_id)
+        self._lock.verify()  # fencing: a run that lost its lock publishes nothing
         fs = self.final.fs
         staged = self.staging.child(_STAGED_RUN)
         try:
@@ -474,6 +475,7 @@ class OutputDir:
                 self._publish_file_by_file(staged)
         except OSError as e:
             raise ExecutionError(f"cannot move the output into {self.final.uri}: {e}") from None
+        self._lock.verify()
         write_text(f"{run_id}\n", self.final.child(SUCCESS_FILE))
         self.abort()  # the resume state is no longer needed
         self.release()
@@ -527,8 +529,21 @@ class OutputDir:
         except OSError:
             return True  # unreadable: keep it, a rerun decides
 
+    def holds_lock(self) -> bool:
+        """Tell whether the output's lock is still this run's (see ``OutputLock.verify``)."""
+        try:
+            self._lock.verify()
+        except (OutputExistsError, ExecutionError):
+            return False
+        return True
+
     def abort(self) -> None:
-        """Delete the staging directory (best effort); the destination is untouched."""
+        """Delete the staging directory (best effort); the destination is untouched.
+
+        Nothing is deleted when the lock was lost: the staging is the new holder's then.
+        """
+        if not self.holds_lock():
+            return
         try:
             if _exists(self.staging) != pafs.FileType.NotFound:
                 self.staging.fs.delete_dir(self.staging.path)

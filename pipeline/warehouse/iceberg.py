@@ -30,7 +30,6 @@ import pyarrow as pa
 from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
 from pipeline.warehouse.common import (
     PARTITION_COLUMN,
-    TABLES,
     PublishedTable,
     RunTables,
     after_commit,
@@ -165,6 +164,9 @@ def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:
         name = "overlap"
     else:
         name = catalog_uri
+    from pipeline.io.storage import iceberg_properties
+
+    props.update(iceberg_properties())  # the storage settings, as pyarrow and deltalake get them
     if warehouse:
         if "://" not in warehouse:
             os.makedirs(warehouse, exist_ok=True)
@@ -328,7 +330,7 @@ def check_iceberg(run: RunTables, catalog: Any, *, namespace: str) -> None:
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
     levels = parse_namespace(namespace)
-    for name in TABLES:
+    for name in run.tables:
         ident = identifier(catalog, levels, name)
         shown = f"{namespace}.{name}"
         try:
@@ -351,6 +353,9 @@ def check_iceberg(run: RunTables, catalog: Any, *, namespace: str) -> None:
 def publish_iceberg(run: RunTables, catalog_uri: str | Any, *, namespace: str,
                     warehouse: str | None = None) -> list[PublishedTable]:
     """Append a run to the Iceberg tables ``namespace.examples`` and ``namespace.aggregates``.
+
+    (Or any tables ``run`` holds: a comparison's ``namespace.comparisons``,
+    :func:`pipeline.warehouse.comparisons.load_comparison`.)
 
     Creates the namespace and tables on first use (partitioned by ``run_date``); adds the
     run's new columns to an existing table in the same commit as its rows. Idempotent per
@@ -384,23 +389,41 @@ def publish_iceberg(run: RunTables, catalog_uri: str | Any, *, namespace: str,
         if isinstance(catalog_uri, str) else catalog_uri
     ns = identifier(catalog, levels, "")[:-1]
     try:
+        existed = bool(catalog.namespace_exists(ns))
+    except Exception:  # noqa: BLE001 - then it is not dropped on failure
+        existed = True
+    try:
         catalog.create_namespace_if_not_exists(ns)
     except Exception as err:  # noqa: BLE001 - created concurrently (IntegrityError and the like)?
         if not catalog.namespace_exists(ns):
             raise ExecutionError(f"cannot create Iceberg namespace {namespace}: "
                                  f"{type(err).__name__}: {err}") from err
     out = []
-    for name in TABLES:
-        shown = f"{namespace}.{name}"
-        try:
-            out.append(_publish_one(catalog, identifier(catalog, levels, name), run, name,
-                                    shown))
-        except PipelineError:
-            raise
-        except Exception as err:  # noqa: BLE001 - the catalog's own errors, as one line
-            raise ExecutionError(f"cannot write Iceberg table {shown}: "
-                                 f"{type(err).__name__}: {err}") from err
+    try:
+        for name in run.tables:
+            shown = f"{namespace}.{name}"
+            try:
+                out.append(_publish_one(catalog, identifier(catalog, levels, name), run, name,
+                                        shown))
+            except PipelineError:
+                raise
+            except Exception as err:  # noqa: BLE001 - the catalog's own errors, as one line
+                raise ExecutionError(f"cannot write Iceberg table {shown}: "
+                                     f"{type(err).__name__}: {err}") from err
+    except BaseException:
+        if not existed:
+            _drop_if_empty(catalog, ns)
+        raise
     return out
+
+
+def _drop_if_empty(catalog: Any, ns: tuple[str, ...]) -> None:
+    """Drop a namespace this publish created when it holds no table (best effort)."""
+    try:
+        if not catalog.list_tables(ns):
+            catalog.drop_namespace(ns)
+    except Exception:  # noqa: BLE001 - leaving an empty namespace is harmless
+        pass
 
 
 __all__ = ["FINGERPRINT_PROPERTY", "RUN_ID_PROPERTY", "check_iceberg", "identifier",

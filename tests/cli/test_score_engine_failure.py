@@ -23,7 +23,8 @@ def test_an_engine_that_never_started_leaves_no_staging(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     runs.mkdir()
     result = CliRunner().invoke(main, ["score", str(path), "--output", str(runs / "X"),
-                                       "--address", "10.255.255.1:6379"])
+                                       "--address", "10.255.255.1:6379",
+                                       "--allow-local-paths"])
     assert result.exit_code == 4, result.output
     assert "could not connect" in result.output
     assert sorted(p.name for p in runs.iterdir()) == []

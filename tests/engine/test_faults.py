@@ -349,7 +349,8 @@ def test_an_unreachable_cluster_address_fails_fast_with_exit_4(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", "from pipeline.cli import main; main()", "score",
          str(data / "predictions"), "--references", str(data / "references.parquet"),
-         "--output", str(tmp_path / "out"), "--address", f"127.0.0.2:{port}"],
+         "--output", str(tmp_path / "out"), "--address", f"127.0.0.2:{port}",
+         "--allow-local-paths"],
         env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 4, result.stderr
     assert "could not connect to the Ray cluster at 127.0.0.2:" in result.stderr

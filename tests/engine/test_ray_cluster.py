@@ -59,7 +59,7 @@ def _score_on(cluster, out: Path, *args: str) -> list[dict]:
         sys.executable, "-c", "from pipeline.cli import main; main()"]
     proc = subprocess.run(
         [*command, "score", PREDS, "--references", REFS, "--output", str(out),
-         "--address", cluster.address, *args],
+         "--address", cluster.address, "--allow-local-paths", *args],  # one host, one disk
         env=cluster.env(), capture_output=True, text=True, timeout=300, cwd=out.parent)
     assert proc.returncode == 0, proc.stderr
     assert f"Ray cluster at {cluster.address}, 2 CPUs" in proc.stdout

@@ -83,7 +83,8 @@ def test_200k_rows_on_three_nodes_equal_an_in_process_run(cluster, tmp_path):
             str(tmp_path / "settings.yaml"), "--group-by", "system", "--run-id", "big"]
     command = [str(OVERLAP)] if OVERLAP.exists() else [
         sys.executable, "-c", "from pipeline.cli import main; main()"]
-    proc = subprocess.run([*command, *args, "--address", cluster.address],
+    # one host, one disk: the nodes share it (--allow-local-paths)
+    proc = subprocess.run([*command, *args, "--address", cluster.address, "--allow-local-paths"],
                           env=cluster.env(), capture_output=True, text=True, timeout=1200,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -113,7 +114,7 @@ def test_200k_rows_on_three_nodes_equal_an_in_process_run(cluster, tmp_path):
           config=ScoreConfig(engine="local", group_by=("system",), partition_rows=20_000))
     proc = subprocess.run([*command, "compare", str(tmp_path / "cluster"), str(candidate),
                            "--output", str(tmp_path / "cmp-cluster"), "--address",
-                           cluster.address, "--format", "json"],
+                           cluster.address, "--format", "json", "--allow-local-paths"],
                           env=cluster.env(), capture_output=True, text=True, timeout=1200,
                           cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr  # 0 no alarm, 1 an alarm

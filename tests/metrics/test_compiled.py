@@ -53,6 +53,7 @@ def test_argument_types_are_normalized():
     assert a[0, 0].tolist() == [2, 6, 4]
 
 
+@pytest.mark.slow  # the JIT build compiles every kernel it runs in a fresh tree: 40-50 CPU-s
 def test_scores_from_both_builds_agree():
     # the JIT fallback (OVERLAP_JIT=1) and the compiled module give the same floats
     code = ("import json, sys; from pipeline.scoring import Scorer; "
@@ -130,6 +131,7 @@ def _bootstrap_builds():
     return out
 
 
+@pytest.mark.slow  # numba compiles the JIT build of the kernel in a fresh tree: about 6 CPU-s
 def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
     from pipeline import stats
 
@@ -300,3 +302,34 @@ def test_a_million_row_score_in_a_fresh_process_compiles_nothing(tmp_path):
     assert len(list((tmp_path / "run" / "examples").glob("*.parquet"))) == 4
     aggregate = pq.read_table(tmp_path / "run" / "aggregate.parquet")
     assert aggregate.num_rows > 0
+
+
+def test_the_kernel_sources_import_with_the_build_requirements_only():
+    # setup.py compiles the kernels in pip's build environment, which holds only the
+    # [build-system] requirements: a kernel module that imports anything else at its top
+    # (regex, pandas...) leaves the kernels uncompiled, silently (numba's JIT at run time).
+    from pathlib import Path
+
+    from tests.house.test_dependencies import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    build = tomllib.loads((root / "pyproject.toml").read_text())["build-system"]["requires"]
+    allowed = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower() for r in build}
+    code = f"""
+import importlib.abc, sys
+ALLOWED = {sorted(allowed)!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top in sys.stdlib_module_names or top == "pipeline" or top.lower() in ALLOWED \\
+                or top in ("llvmlite", "_distutils_hack"):
+            return None
+        raise ImportError(f"{{name}} is not a build requirement")
+sys.meta_path.insert(0, Block())
+from pipeline import compiled
+for module in compiled.SOURCES:
+    importlib.import_module(module)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
