@@ -149,8 +149,11 @@ def _nights(n: int) -> str:
     return f"{n} night{'' if n == 1 else 's'}"
 
 
-def _band_words(source: str, band: float, nights: int, min_nights: int) -> str:
+def _band_words(source: str, band: float, nights: int, min_nights: int,
+                said: int | None = None) -> str:
     if source == "static":
+        if nights == said:  # the history's note says how many, and how many are needed
+            return f"band: static {band_text(band)} (too few nights to learn)"
         return (f"band: static {band_text(band)} (history: {_nights(nights)}; {min_nights} "
                 "needed to learn)")
     if source == "learned":
@@ -158,7 +161,8 @@ def _band_words(source: str, band: float, nights: int, min_nights: int) -> str:
     return f"band: floor {band_text(band)}, above the learned band (history: {_nights(nights)})"
 
 
-def band_summary(rows: pd.DataFrame, *, min_nights: int = MIN_NIGHTS) -> list[str]:
+def band_summary(rows: pd.DataFrame, *, min_nights: int = MIN_NIGHTS,
+                 said: int | None = None) -> list[str]:
     """One line per measure: the band its overall row used, and its groups' when they differ.
 
     ``band: static 0.0100 (history: 3 nights; 7 needed to learn)``, ``band: learned 0.0123
@@ -166,7 +170,11 @@ def band_summary(rows: pd.DataFrame, *, min_nights: int = MIN_NIGHTS) -> list[st
     nights)``, each prefixed by the measure when several are compared; when a group's band
     is not the overall row's (groups learn their own), ``; groups: learned 0.0156 to 0.0193
     in 5 of 24, floor 0.0100 in 19 of 24`` follows, so the line names every band an alarm
-    of the measure can have used.
+    of the measure can have used. ``said``: the number of nights a note of the same output
+    already gives with the nights needed (a short history's,
+    :func:`pipeline.compare.history.comparable_history`); a static row with that many
+    nights then reads ``band: static 0.0100 (too few nights to learn)``, so one output
+    counts the nights once.
     """
     overall = rows[rows["group"] == ALL_GROUP]
     many = len(overall) > 1
@@ -174,7 +182,7 @@ def band_summary(rows: pd.DataFrame, *, min_nights: int = MIN_NIGHTS) -> list[st
     out = []
     for r in overall.itertuples(index=False):
         name = f"{r.metric}.{r.measure}: " if many else ""
-        text = _band_words(r.band_source, r.band, r.history_nights, min_nights)
+        text = _band_words(r.band_source, r.band, r.history_nights, min_nights, said)
         mine = groups[(groups["metric"] == r.metric) & (groups["measure"] == r.measure)]
         same = (mine["band_source"] == r.band_source) & (mine["band"] == r.band)
         if len(mine) and not same.all():

@@ -100,3 +100,23 @@ def test_bands_have_one_precision(result):
               for line in text.splitlines()
               if re.match(r"(all|system=)", line) and "[" in line]  # the band column
     assert shown and all(re.fullmatch(r"\d+\.\d{4}", s.rstrip(",")) for s in shown), shown
+
+
+def test_one_nightly_output_counts_the_history_once(tmp_path):
+    """A nightly on a short history said ``history: 2 nights ..., fewer than the 7`` in its
+    note and ``band: static 0.01 (history: 2 of 7 nights)`` on every band line: the nights
+    and the 7 needed are said once, and every count of nights in the output is the same."""
+    import pyarrow.parquet as pq
+
+    from tests.compare.test_nightly_issue25 import _night, _table
+
+    predictions = tmp_path / "p.parquet"
+    pq.write_table(_table(), predictions)
+    for day in ("01", "02", "03"):
+        night = _night(tmp_path / "nights", predictions, f"2025-01-{day}", "nightly")
+        assert night.exit_code == 0, night.output
+    out = night.output
+    assert out.count("fewer than the 7") == 1 and "needed to learn" not in out, out
+    assert " of 7 nights" not in out and "of the last" not in out
+    assert set(re.findall(r"(\d+) nights?\b", out)) == {"2"}, out
+    assert "band: static 0.0100 (too few nights to learn)" in out
