@@ -120,3 +120,23 @@ def test_one_nightly_output_counts_the_history_once(tmp_path):
     assert " of 7 nights" not in out and "of the last" not in out
     assert set(re.findall(r"(\d+) nights?\b", out)) == {"2"}, out
     assert "band: static 0.0100 (too few nights to learn)" in out
+
+
+def test_a_measure_line_names_the_bands_its_groups_used():
+    """The line said ``band: floor 0.01`` while the groups' alarms used learned bands: the
+    line names every band its rows used (hand-built rows: overall at the floor, two groups
+    learned 0.0156 and 0.01926, one at the floor)."""
+    from pipeline.compare.alarms import band_summary
+
+    rows = pd.DataFrame({
+        "group": ["all", "system=a", "system=b", "system=c"],
+        "metric": ["rouge1"] * 4, "measure": ["fmeasure"] * 4,
+        "band": [0.01, 0.0156, 0.01926, 0.01],
+        "band_source": ["floor", "learned", "learned", "floor"],
+        "history_nights": [14] * 4})
+    assert band_summary(rows) == [
+        "band: floor 0.0100, above the learned band (history: 14 nights); groups: learned "
+        "0.0156 to 0.0193 in 2 of 3, floor 0.0100 in 1 of 3"]
+    same = rows.assign(band=0.01, band_source="floor")
+    assert band_summary(same) == [
+        "band: floor 0.0100, above the learned band (history: 14 nights)"]
