@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from pipeline.compare.alarms import band_text, p_text
 from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.registry import data_notes
 from pipeline.report.html import (
@@ -202,9 +203,10 @@ def _verdict_section(doc: dict[str, Any]) -> list[str]:
         r = rows.get((a["group"], a["metric"], a["measure"]), {})
         name = f"{a['group']} {a['metric']}.{a['measure']}"
         if a["kind"] == "change":
+            tail = " (from the normal tail)" if r.get("p_tail") is not None else ""
             items.append(f"change: {name}: {num(r.get('delta'), '+.4f')}, p adjusted "
-                         f"{num(r.get('p_adjusted'), '.3g')}, beyond the "
-                         f"{r.get('band_source', 'static')} band {num(r.get('band'), '.4g')}")
+                         f"{num(r.get('p_adjusted'), '.3g')}{tail}, beyond the "
+                         f"{r.get('band_source', 'static')} band {band_text(r.get('band'))}")
         else:
             items.append(f"drift: {name}: the control chart is beyond its limit (p adjusted "
                          f"{num(r.get('drift_p'), '.3g')})")
@@ -337,8 +339,8 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
                      num(r["baseline_mean"]), num(r["candidate_mean"]),
                      num(r["delta"], "+.4f"),
                      f"[{num(r['ci_low'], '+.4f')}, {num(r['ci_high'], '+.4f')}]",
-                     num(r["p_value"], ".3f"), num(r.get("p_adjusted"), ".3f"),
-                     f"{num(r.get('band'), '.4g')} {r.get('band_source', '')}",
+                     p_text(r["p_value"], r.get("p_tail")), num(r.get("p_adjusted"), ".3g"),
+                     f"{band_text(r.get('band'))} {r.get('band_source', '')}",
                      ("html", f'<span class="flag">{" ".join(flags)}</span>') if flags
                      else "\u2013"])
         classes.append("alarm" if flags else "")
@@ -348,6 +350,11 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
                      caption=None if len(picked) == len(every) else
                      f"{len(picked)} of {len(every)} rows: the overall ones, every alarming "
                      "one, then the first groups; every row is in compare.parquet"))
+    if any(r.get("p_tail") is not None for r in picked):
+        out.append('<p class="muted">p: ~ marks the normal-tail estimate where no '
+                   "randomization trial was as extreme (the trials alone give p &le; "
+                   f"{num(1 / (s.get('n_trials', s['n_bootstrap']) + 1), '.3g')}); p adj is "
+                   "adjusted from the p shown.</p>")
     notes = list(result.notes)
     if notes:
         out.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes)
