@@ -92,6 +92,20 @@ def _scorer(settings: ScoringSettings) -> Scorer:
     return Scorer(settings)
 
 
+def warm_scorer(settings: ScoringSettings) -> None:
+    """Build the scorer of ``settings`` in this process and score one pair with it.
+
+    The modules it imports, the kernels it loads and its first batch's one-time work are
+    then done once, and shared by the workers the local engine forks from this process.
+    """
+    scorer = _scorer(settings)
+    if settings.input_columns():  # scoring needs per-row columns (a language column)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scorer.score_batch(["a b"], [["a b"]])
+
+
 @dataclass
 class Problems:
     """Counts of each problem kind and the first example ids of each (partition order)."""
