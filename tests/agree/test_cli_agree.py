@@ -126,6 +126,9 @@ def _base():
     ("infinite", "out-of-range"),
     ("list lengths", "lists of different lengths"),
     ("no system column", "no system column"),
+    ("no input column", "no input column"),
+    ("absent input column", "no input column 'doc'"),
+    ("absent group column", "no --group-by column 'domain'"),
     ("two rows one cell", "two judged examples"),
     ("unknown measure", "no measure"),
     ("unknown coefficient", "unknown coefficient"),
@@ -148,6 +151,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, needle):
         judgments["h"] = [[1, 2, 3]] * 11 + [[1, 2]]
     elif case == "no system column":
         judgments = judgments.drop(columns="system")
+    elif case == "no input column":
+        judgments = judgments.drop(columns="input")
+    elif case == "absent input column":
+        extra = ("--input-column", "doc")
+    elif case == "absent group column":
+        extra = ("--group-by", "domain")
     elif case == "two rows one cell":
         judgments.loc[5, ["system", "input"]] = judgments.loc[4, ["system", "input"]].values
     elif case == "unknown measure":
@@ -214,3 +223,48 @@ def test_acc23_epsilon_from_the_command_line(tmp_path, epsilon, expected):
     assert r.exit_code == 0, r.output
     row = json.loads(r.stdout)["rows"][0]
     assert row["value"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_group_by_finds_the_subset_where_agreement_collapses(tmp_path):
+    # news: the metric follows the human score; legal: the metric is noise. The legal group's
+    # value and its difference from the rest are scipy's on the subsets; the bootstrap test
+    # finds it significantly worse and the verdict names it; news is not named.
+    rng = np.random.default_rng(3)
+    rows = []
+    for s in range(8):
+        for d in range(30):
+            h = float(rng.integers(1, 6))
+            domain = "news" if d < 15 else "legal"
+            m = h + rng.normal(scale=0.3) if domain == "news" else float(rng.normal())
+            rows.append({"id": f"e{s}-{d}", "system": f"s{s}", "document": f"d{d}",
+                         "domain": domain, "h": h, "m": m})
+    frame = pd.DataFrame(rows)
+    frame[["id", "m"]].to_parquet(tmp_path / "s.parquet")
+    frame[["id", "system", "document", "domain", "h"]].to_parquet(tmp_path / "j.parquet")
+    r = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+              "--group-by", "domain", "--levels", "global,input", "--n-resamples", "200",
+              "--n-permutations", "0", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    tau = {d: stats.kendalltau(sub["m"], sub["h"])[0] for d, sub in frame.groupby("domain")}
+    legal = next(x for x in doc["rows"] if x["group"] == {"domain": "legal"}
+                 and x["level"] == "global")
+    news = next(x for x in doc["rows"] if x["group"] == {"domain": "news"}
+                and x["level"] == "global")
+    assert legal["value"] == pytest.approx(tau["legal"], abs=1e-12)
+    assert legal["delta_vs_rest"] == pytest.approx(tau["legal"] - tau["news"], abs=1e-12)
+    assert news["delta_vs_rest"] == pytest.approx(tau["news"] - tau["legal"], abs=1e-12)
+    assert legal["p_vs_rest"] < 0.05 and news["p_vs_rest"] < 0.05
+    # input level: the mean over the group's documents of scipy's tau-b across systems
+    per_doc = {d: stats.kendalltau(sub["m"], sub["h"])[0] for d, sub in frame.groupby("document")}
+    legal_docs = [per_doc[f"d{d}"] for d in range(15, 30)]
+    row = next(x for x in doc["rows"] if x["group"] == {"domain": "legal"}
+               and x["level"] == "input")
+    assert row["value"] == pytest.approx(np.nanmean(legal_docs), abs=1e-12)
+    collapsed = {(v["level"], c["group"]["domain"]) for v in doc["verdict"]
+                 for c in v["collapses"]}
+    assert collapsed == {("global", "legal"), ("input", "legal")}
+    text = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+                 "--group-by", "domain", "--levels", "global", "--n-resamples", "200",
+                 "--n-permutations", "0"]).output
+    assert "collapses on domain=legal" in text and "domain=news:" not in text
