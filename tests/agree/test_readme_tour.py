@@ -15,8 +15,6 @@ from pipeline.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.slow
-
 
 def _commands() -> list[tuple[list[str], list[str]]]:
     """Each ``$ overlap ...`` command of the README's blocks, with the lines shown after it."""
@@ -42,6 +40,7 @@ def _commands() -> list[tuple[list[str], list[str]]]:
     return out
 
 
+@pytest.mark.slow
 def test_the_readme_agree_step_prints_what_the_readme_shows(tmp_path, monkeypatch):
     commands = _commands()
     score = next(c for c, _ in commands if c[:2] == ["score", "pipeline/data/realsumm/predictions"])
@@ -57,3 +56,11 @@ def test_the_readme_agree_step_prints_what_the_readme_shows(tmp_path, monkeypatc
     printed = r.stdout.splitlines()[:len(shown) - 1]
     assert printed == shown[:-1], "the README should show:\n" + "\n".join(printed)
     assert (tmp_path / "runs" / "agree" / "agreement.json").is_file()
+
+
+def test_the_help_shows_the_readme_agree_command():
+    # the first example of `overlap agree --help` is the README's step, which runs
+    (agree,) = [c for c, _ in _commands() if c[0] == "agree"]
+    help_text = CliRunner().invoke(main, ["agree", "--help"]).output
+    example = help_text.split("Examples:")[1].split("overlap ")[1]
+    assert shlex.split(example.replace("\\\n", " "))[:len(agree)] == agree
