@@ -338,7 +338,10 @@ def result_document(result: AgreementResult, *, settings: AgreeSettings, signatu
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
-    return "nan" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    text = format(v, fmt)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
 
 
 def _p(p: Any, n_resamples: int) -> str:
@@ -369,6 +372,7 @@ def summary_text(document: dict[str, Any]) -> str:
     """
     lines = []
     n_boot = int(document.get("settings", {}).get("n_resamples") or 0)
+    n_perm = int(document.get("settings", {}).get("n_permutations") or 0)
     for v in document["verdict"]:
         head = (f"{v['human']}, {v['level']} level, "
                 f"{COEFFICIENT_LABELS.get(v['coefficient'], v['coefficient'])}: ")
@@ -400,7 +404,7 @@ def summary_text(document: dict[str, Any]) -> str:
     for r in document["rows"]:
         note = r.get("reason") or ""
         if r.get("rank") is not None:
-            note = f"rank {r['rank']}" + (f", p vs best {_num(r['p_vs_best'], '.3g')}"
+            note = f"rank {r['rank']}" + (f", p vs best {_p(r['p_vs_best'], n_perm)}"
                                           if r.get("p_vs_best") is not None else "")
         if r.get("p_vs_rest") is not None:
             note = (f"{_num(r['delta_vs_rest'], '+.3f')} vs rest, "

@@ -268,3 +268,15 @@ def test_group_by_finds_the_subset_where_agreement_collapses(tmp_path):
                  "--group-by", "domain", "--levels", "global", "--n-resamples", "200",
                  "--n-permutations", "0"]).output
     assert "collapses on domain=legal" in text and "domain=news:" not in text
+
+
+def test_the_summary_writes_no_p_of_zero_and_no_negative_zero():
+    from pipeline.agree.tables import summary_text
+
+    row = {"measure": "m", "human": "h", "level": "global", "coefficient": "kendall",
+           "group": None, "value": 0.5, "low": -0.0001, "high": 0.7, "rank": 2,
+           "p_vs_best": 0.0, "reason": None}
+    doc = {"verdict": [], "ceiling": [], "rows": [row], "notes": [], "signature": "s",
+           "settings": {"n_resamples": 1000, "n_permutations": 1000}}
+    line = summary_text(doc).splitlines()[-1]
+    assert "[0.000, 0.700]" in line and line.endswith("rank 2, p vs best < 0.001")
