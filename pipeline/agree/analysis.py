@@ -234,7 +234,9 @@ def build_matrices(frame: pd.DataFrame, *, id_column: str, system_column: str,
         dup = uniq[counts > 1][0]
         ids = frame[id_column][flat == dup].iloc[:5].tolist()
         raise InputError(f"two judged examples for one {what} cell: ids "
-                         f"{', '.join(map(repr, ids))}")
+                         f"{', '.join(map(repr, ids))}",
+                         hint="name columns that tell them apart with --system-column "
+                              "and --input-column")
     cells.ravel()[flat] = np.arange(len(frame))
 
     def pivot(values: np.ndarray) -> np.ndarray:

@@ -181,7 +181,8 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
     missing = judgments[id_column][~judgments[id_column].isin(scores[id_column])]
     if len(missing):
         raise InputError(f"judgments {judgments_name}: {len(missing)} judged "
-                         f"{id_column}s are not in the scores {scores_name}: "
+                         f"{id_column}{'s are' if len(missing) > 1 else ' is'} not in the "
+                         f"scores {scores_name}: "
                          f"{_ids(missing.tolist())}")
     unjudged = int((~scores[id_column].isin(judgments[id_column])).sum())
     if unjudged:

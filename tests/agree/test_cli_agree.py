@@ -120,7 +120,7 @@ def _base():
 
 
 @pytest.mark.parametrize("case, needle", [
-    ("unknown id", "not in the scores"),
+    ("unknown id", "1 judged id is not in the scores"),
     ("duplicated id", "duplicated id"),
     ("non-numeric", "non-numeric"),
     ("infinite", "out-of-range"),
@@ -130,6 +130,7 @@ def _base():
     ("absent input column", "no input column 'doc'"),
     ("absent group column", "no --group-by column 'domain'"),
     ("two rows one cell", "two judged examples"),
+    ("two rows one cell", "--system-column and --input-column"),
     ("unknown measure", "no measure"),
     ("unknown coefficient", "unknown coefficient"),
 ])
