@@ -71,8 +71,12 @@ def _is_list_column(column: pd.Series) -> bool:
 
 def _parse_json_lists(frame: pd.DataFrame, name: str) -> None:
     """CSV cells holding JSON arrays (``"[3, 4, 4]"``) as lists."""
+    import pandas as pd
+
     column = frame[name]
-    if column.dtype != object or not len(column):
+    # object, or pandas' string dtype (the default for text from pandas 3)
+    if not len(column) or not (column.dtype == object
+                               or pd.api.types.is_string_dtype(column.dtype)):
         return
     text = column.dropna()
     if len(text) and all(isinstance(v, str) and v.strip().startswith("[") for v in text):

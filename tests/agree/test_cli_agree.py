@@ -281,3 +281,29 @@ def test_the_summary_writes_no_p_of_zero_and_no_negative_zero():
            "settings": {"n_resamples": 1000, "n_permutations": 1000}}
     line = summary_text(doc).splitlines()[-1]
     assert "[0.000, 0.700]" in line and line.endswith("rank 2, p vs best < 0.001")
+
+
+def test_jsonl_scores_and_csv_judgments_with_lists_of_raters(tmp_path):
+    # the same tables as Parquet, as JSON Lines and CSV (raters as a JSON array in the cell)
+    frame = _tables(tmp_path)
+    (tmp_path / "scores.jsonl").write_text("".join(
+        json.dumps(r) + "\n" for r in frame[["id", "good", "noisy"]].to_dict("records")))
+    csv = frame[["id", "system", "document", "domain"]].assign(
+        raters=[json.dumps(list(r)) for r in frame["raters"]])
+    csv.to_csv(tmp_path / "judgments.csv", index=False)
+    args = ["--coefficients", "pearson,kendall", "--n-resamples", "20",
+            "--n-permutations", "0", "--format", "json"]
+    a = _run([str(tmp_path / "scores.parquet"), "--judgments",
+              str(tmp_path / "judgments.parquet"), *args])
+    b = _run([str(tmp_path / "scores.jsonl"), "--judgments", str(tmp_path / "judgments.csv"),
+              *args])
+    assert a.exit_code == 0 and b.exit_code == 0, b.output
+    rows_a, rows_b = json.loads(a.stdout)["rows"], json.loads(b.stdout)["rows"]
+    assert [(r["measure"], r["level"], r["coefficient"]) for r in rows_b] == \
+        [(r["measure"], r["level"], r["coefficient"]) for r in rows_a]
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        assert rb["value"] == pytest.approx(ra["value"], abs=1e-12)
+    human = frame["raters"].map(np.mean)
+    g = next(r for r in rows_b if r["measure"] == "good" and r["level"] == "global"
+             and r["coefficient"] == "kendall" and r["kind"] == "metric")
+    assert g["value"] == pytest.approx(stats.kendalltau(frame["good"], human)[0], abs=1e-12)
