@@ -53,6 +53,8 @@ def test_outputs_and_values_against_scipy(tmp_path):
     table = pq.read_table(out / "agreement.parquet").to_pandas()
     assert len(table) == len(doc["rows"])
     assert doc["signature"].startswith("levels:system+input+global|coef:pearson+kendall|")
+    metadata = pq.read_schema(out / "agreement.parquet").metadata
+    assert metadata[b"overlap.agree.signature"].decode() == doc["signature"]
     human = frame["raters"].map(np.mean)
     for measure in ("good", "noisy"):
         sys_x = frame.groupby("system")[measure].mean()
