@@ -414,10 +414,10 @@ def summary_text(document: dict[str, Any]) -> str:
         if r.get("p_vs_rest") is not None:
             note = (f"{_num(r['delta_vs_rest'], '+.3f')} vs rest, "
                     f"p {_p(r['p_vs_rest'], n_boot)}")
-        lines.append(f"{r['measure'][:24]:<24} {str(r['human'])[:20]:<20} {r['level']:<7} "
+        lines.append((f"{r['measure'][:24]:<24} {str(r['human'])[:20]:<20} {r['level']:<7} "
                      f"{r['coefficient']:<10} {_group_text(r['group'])[:16]:<16} "
                      f"{_num(r['value']):>7} [{_num(r['low'])}, {_num(r['high'])}]".ljust(
-                         len(header) - 4) + f"  {note}".rstrip())
+                         len(header) - 4) + f"  {note}").rstrip())
     for p in document.get("preferences") or []:
         lines.append(f"preferences, {p['measure']}: agrees with the raters' majority on "
                      f"{_num(p['agreement'])} [{_num(p['low'])}, {_num(p['high'])}] of "

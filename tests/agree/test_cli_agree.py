@@ -283,6 +283,9 @@ def test_the_summary_writes_no_p_of_zero_and_no_negative_zero():
            "settings": {"n_resamples": 1000, "n_permutations": 1000}}
     line = summary_text(doc).splitlines()[-1]
     assert "[0.000, 0.700]" in line and line.endswith("rank 2, p vs best < 0.001")
+    plain = {**row, "measure": "rater 1", "rank": None, "p_vs_best": None}
+    line = summary_text({**doc, "rows": [plain]}).splitlines()[-1]
+    assert line == line.rstrip() and line.endswith("[0.000, 0.700]")
 
 
 def test_jsonl_scores_and_csv_judgments_with_lists_of_raters(tmp_path):
