@@ -312,3 +312,37 @@ def test_jsonl_scores_and_csv_judgments_with_lists_of_raters(tmp_path):
     g = next(r for r in rows_b if r["measure"] == "good" and r["level"] == "global"
              and r["coefficient"] == "kendall" and r["kind"] == "metric")
     assert g["value"] == pytest.approx(stats.kendalltau(frame["good"], human)[0], abs=1e-12)
+
+
+def test_a_group_is_resampled_from_its_own_systems_and_inputs(tmp_path):
+    # systems s0-s3 judged on news, s4-s9 on legal: the news group's bootstrap draws 4
+    # systems and 5 inputs per resample, so its rows equal those of its examples alone
+    # (groups in sorted order: legal 0, news 1, resampled with seed + 2 + 1)
+    rng = np.random.default_rng(5)
+    rows = []
+    for s in range(10):
+        for d in range(5):
+            h = float(rng.integers(1, 6))
+            rows.append({"id": f"e{s}-{d}", "system": f"s{s}", "document": f"d{d}",
+                         "domain": "news" if s < 4 else "legal", "h": h,
+                         "m": h + rng.normal(scale=1.0)})
+    frame = pd.DataFrame(rows)
+    frame[["id", "m"]].to_parquet(tmp_path / "s.parquet")
+    frame[["id", "system", "document", "domain", "h"]].to_parquet(tmp_path / "j.parquet")
+    news = frame[frame["domain"] == "news"]
+    news[["id", "m"]].to_parquet(tmp_path / "ns.parquet")
+    news[["id", "system", "document", "h"]].to_parquet(tmp_path / "nj.parquet")
+    args = ["--levels", "system,input,global", "--n-resamples", "100",
+            "--n-permutations", "0", "--format", "json"]
+    whole = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+                  "--group-by", "domain", "--seed", "100", *args])
+    alone = _run([str(tmp_path / "ns.parquet"), "--judgments", str(tmp_path / "nj.parquet"),
+                  "--seed", "103", *args])
+    assert whole.exit_code == 0 and alone.exit_code == 0, whole.output + alone.output
+    grouped = {r["level"]: r for r in json.loads(whole.stdout)["rows"]
+               if r["group"] == {"domain": "news"}}
+    for r in json.loads(alone.stdout)["rows"]:
+        g = grouped[r["level"]]
+        assert (g["n_systems"], g["n_inputs"]) == (r["n_systems"], r["n_inputs"])
+        for key in ("value", "low", "high", "n_resamples"):
+            assert g[key] == pytest.approx(r[key], abs=1e-12), (r["level"], key)
