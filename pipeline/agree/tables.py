@@ -360,6 +360,19 @@ def _group_text(group: dict[str, Any] | None) -> str:
     return "(all)" if not group else ",".join(f"{k}={v}" for k, v in group.items())
 
 
+def _against_ceiling(v: dict[str, Any]) -> str:
+    """The best measure against the raters' ceiling, in words (its interval decides)."""
+    ceiling, low, high = v["ceiling"], v.get("low"), v.get("high")
+    shown = f"a rater against the others: {_num(ceiling)}"
+    if any(x is None or (isinstance(x, float) and math.isnan(x)) for x in (ceiling, low, high)):
+        return shown
+    if high < ceiling:
+        return f"less well than a rater does ({shown})"
+    if low > ceiling:
+        return f"better than a rater does ({shown})"
+    return f"about as well as a rater does ({shown})"
+
+
 COEFFICIENT_LABELS = {"kendall": "Kendall tau-b", "kendall_c": "Kendall tau-c",
                       "pearson": "Pearson r", "spearman": "Spearman rho",
                       "acc23": "acc23", "tau23": "tau23"}
@@ -391,7 +404,7 @@ def summary_text(document: dict[str, Any]) -> str:
             text += ("; indistinguishable from it: " + ", ".join(same) if same
                      else "; every other measure agrees significantly less")
         if v.get("ceiling") is not None:
-            text += f"; raters against each other: {_num(v['ceiling'])}"
+            text += "; " + _against_ceiling(v)
         lines.append(text)
         for c in v.get("collapses", []):
             lines.append(f"  collapses on {_group_text(c['group'])}: {_num(c['value'])}, "

@@ -346,3 +346,19 @@ def test_a_group_is_resampled_from_its_own_systems_and_inputs(tmp_path):
         assert (g["n_systems"], g["n_inputs"]) == (r["n_systems"], r["n_inputs"])
         for key in ("value", "low", "high", "n_resamples"):
             assert g[key] == pytest.approx(r[key], abs=1e-12), (r["level"], key)
+
+
+@pytest.mark.parametrize("low, high, words", [
+    (0.2, 0.6, "less well than a rater does (a rater against the others: 0.700)"),
+    (0.5, 0.9, "about as well as a rater does (a rater against the others: 0.700)"),
+    (0.75, 0.9, "better than a rater does (a rater against the others: 0.700)"),
+])
+def test_the_verdict_says_how_the_best_measure_stands_to_the_raters(low, high, words):
+    from pipeline.agree.tables import summary_text
+
+    verdict = {"human": "h", "level": "system", "coefficient": "kendall", "best": "m",
+               "value": (low + high) / 2, "low": low, "high": high, "indistinguishable": [],
+               "tested": False, "ceiling": 0.7, "collapses": []}
+    doc = {"verdict": [verdict], "ceiling": [], "rows": [], "notes": [], "signature": "s",
+           "settings": {}}
+    assert summary_text(doc).splitlines()[0].endswith("; " + words)
