@@ -370,7 +370,7 @@ def _against_ceiling(v: dict[str, Any]) -> str:
         return f"less well than a rater does ({shown})"
     if low > ceiling:
         return f"better than a rater does ({shown})"
-    return f"about as well as a rater does ({shown})"
+    return f"as well as a rater does, within its interval ({shown})"
 
 
 COEFFICIENT_LABELS = {"kendall": "Kendall tau-b", "kendall_c": "Kendall tau-c",

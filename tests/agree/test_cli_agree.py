@@ -350,7 +350,7 @@ def test_a_group_is_resampled_from_its_own_systems_and_inputs(tmp_path):
 
 @pytest.mark.parametrize("low, high, words", [
     (0.2, 0.6, "less well than a rater does (a rater against the others: 0.700)"),
-    (0.5, 0.9, "about as well as a rater does (a rater against the others: 0.700)"),
+    (0.5, 0.9, "as well as a rater does, within its interval (a rater against the others: 0.700)"),
     (0.75, 0.9, "better than a rater does (a rater against the others: 0.700)"),
 ])
 def test_the_verdict_says_how_the_best_measure_stands_to_the_raters(low, high, words):
