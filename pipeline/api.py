@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import secrets
 import time
@@ -529,7 +530,10 @@ def compare(
     cluster = where == "ray" and settings.resolved_address() is not None
     if cluster:  # (the default scratch is beside the output or the candidate: checked)
         _check_cluster_paths(settings, {"BASELINE_DIR": baseline_dir,
-                                        "CANDIDATE_DIR": candidate_dir, "--history": history,
+                                        "CANDIDATE_DIR": candidate_dir,
+                                        # a History already read needs no reading here
+                                        "--history": history if isinstance(history, str)
+                                        else None,
                                         "--output": output, "--scratch": scratch})
         scratch = scratch or scratch_base(output, candidate_dir)
     given: dict[str, Any] = {
@@ -625,9 +629,9 @@ def check_nightly_compare_options(compare_options: Mapping[str, Any] | None,
 
     options = {k: v for k, v in (compare_options or {}).items() if v is not None}
     # the nightly always compares with --history ROOT (a reference run is then allowed)
+    checked = inspect.signature(check_options).parameters  # the statistics' options
     check_options(history="ROOT", **{k: v for k, v in options.items()
-                                     if k not in ("allow_signature_mismatch", "engine",
-                                                  "address", "num_cpus", "seed")})
+                                     if k in checked and k != "history"})
     have = measures_of(config.scoring.specs())
     measures = list(options.get("measures") or ())
     for name in [*measures, *options.get("bands", {})]:
