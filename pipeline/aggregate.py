@@ -125,6 +125,19 @@ def value_columns(metrics: Sequence[str | MetricSpec], thresholds: Sequence[Thre
     return _layout(resolve_specs(metrics, options), thresholds)[0]
 
 
+def bootstrap_bytes(metrics: Sequence[str | MetricSpec], thresholds: Sequence[Threshold] = (),
+                    options: Mapping[str, Any] | None = None) -> int:
+    """Bytes an aggregate holds per bootstrap resample at least (for one scope).
+
+    A scope's resampled sums (one float64 per value column and the weights' total), their
+    evaluation (one per output row) and the percentile's sorted copy of it, all alive at
+    once: ``8 * (columns + 1 + 2 * rows)``. Used to refuse a ``bootstrap`` no machine can
+    hold before a run starts (:func:`pipeline.machine.check_fits`).
+    """
+    columns, rows = _layout(resolve_specs(metrics, options), thresholds)
+    return 8 * (len(columns) + 1 + 2 * len(rows))
+
+
 def _sort_key(value: Any) -> tuple:
     # regular values in order, then NaN, then null: three distinct groups
     if value is None:
@@ -776,5 +789,5 @@ def metric_aggregates(table: pa.Table, metrics: Sequence[str | MetricSpec], *,
 
 __all__ = ["RESAMPLES_PER_CHUNK", "SUMS_BLOCK_BYTES", "Interval", "MapChunks", "MapParts",
            "MetricAggregate", "Prepared", "Scope", "ScopeSums", "aggregate", "aggregate_parts",
-           "bootstrap_chunk", "exact_mean", "grids_of", "metric_aggregates", "part_resamples",
-           "part_sums", "resolve_specs", "scopes_of", "value_columns"]
+           "bootstrap_bytes", "bootstrap_chunk", "exact_mean", "grids_of", "metric_aggregates",
+           "part_resamples", "part_sums", "resolve_specs", "scopes_of", "value_columns"]

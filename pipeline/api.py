@@ -16,10 +16,84 @@ from pipeline.aggregate import MetricAggregate
 from pipeline.config import DEFAULT_SEED, ScoreConfig, ScoringSettings
 from pipeline.config_checks import parse_run_date
 from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
+from pipeline.metrics.base import as_list, check_texts, text_list
+from pipeline.metrics.base import reference_lists as base_reference_lists
 from pipeline.scoring import DEFAULT_METRICS, Scorer
 
 if TYPE_CHECKING:  # pandas is only needed for the annotation; importing it costs ~0.6 s
     import pandas as pd  # in every process (the CLI and each Ray worker import this module)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def reference_lists(references: Any) -> list[list[str | None]]:
+    """The ``references`` argument of :func:`score_texts` / :func:`score_corpus`, checked.
+
+    One item per prediction: a reference text (one reference) or a list of reference texts
+    (then :func:`pipeline.metrics.base.reference_lists` checks them, as the scorer does). A
+    bare string as the whole argument is refused rather than guessed: it would be read as
+    one reference per character (``score_texts(["a", "b"], "ab")``); one prediction with
+    one reference is ``["..."]`` or ``[["..."]]``.
+
+    Returns:
+        One list of reference texts per example.
+
+    Raises:
+        TypeError: a bare str or a dict as ``references``; an item (or an item's
+            reference) that is not a text: a dict, a number, None as a whole item (names
+            its position and type).
+
+    """
+    items = as_list(references, name="references",
+                    what="reference lists (one per prediction: a text or a list of texts)")
+    for i, item in enumerate(items):
+        if item is None:
+            raise TypeError(f"references[{i}] must be a reference text or a list of them, "
+                            "got None")
+    return base_reference_lists([[r] if isinstance(r, str) else r for r in items])
+
+
+def _id_array(ids: Any, n: int) -> pa.Array:
+    """``score_corpus``'s ``ids``, checked: N non-null ids, all strings or all int64.
+
+    Raises:
+        TypeError: a bare str or a dict.
+        InputError: another count than N; null ids; an id neither a string nor an integer
+            (a float, a bool); strings mixed with integers; an integer outside int64.
+
+    """
+    import numbers
+
+    values = as_list(ids, name="ids", what="ids")
+    if len(values) != n:
+        raise InputError(f"ids: {len(values)} ids for {n} predictions")
+    nulls = sum(v is None for v in values)
+    if nulls:
+        raise InputError(f"ids: {nulls} null ids")
+    kinds: dict[str, int] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, str):
+            kinds.setdefault("str", i)
+        elif isinstance(v, numbers.Integral) and not isinstance(v, bool):
+            kinds.setdefault("int", i)
+            if not -2**63 <= int(v) < 2**63:
+                raise InputError(f"ids: ids[{i}] = {int(v)} does not fit int64 (integer ids "
+                                 "are int64, as a run's id column)",
+                                 hint="give such ids as strings")
+        else:
+            raise InputError(f"ids: ids[{i}] is a {type(v).__name__} ({_short(v)}); ids are "
+                             "strings or integers")
+    if len(kinds) > 1:
+        a, b = sorted(kinds.values())
+        raise InputError(f"ids: mixed types, ids[{a}] is {type(values[a]).__name__} "
+                         f"{_short(values[a])} and ids[{b}] is {type(values[b]).__name__} "
+                         f"{_short(values[b])}; ids are all strings or all integers")
+    if "int" in kinds:
+        return pa.array([int(v) for v in values], pa.int64())
+    return pa.array(values, pa.string())
 
 
 def score_texts(
@@ -53,14 +127,15 @@ def score_texts(
     Raises:
         ConfigError: unknown metric, option or value.
         ValueError: predictions and references differ in length.
-        TypeError: a bare string as ``predictions``.
+        TypeError: a bare string as ``predictions`` or ``references`` (never split into
+            characters), a dict (never taken as its keys), or an item that is not a text
+            (see :func:`pipeline.metrics.base.text_list`, :func:`reference_lists`).
 
     """
-    if isinstance(predictions, str):
-        raise TypeError("predictions must be a list of texts, not a str")
+    texts = text_list(predictions)
+    refs = reference_lists(references)
     scorer = Scorer(metrics=tuple(metrics), max_tokens=max_tokens, **options)
-    refs = [[r] if isinstance(r, str) else list(r) for r in references]
-    scored = scorer.score_batch(list(predictions), refs)
+    scored = scorer.score_batch(texts, refs)
     frame = scored.table.to_pandas()
     if scored.truncated is not None:
         frame["truncated"] = scored.truncated
@@ -150,33 +225,30 @@ def score_corpus(
     Raises:
         ConfigError: unknown metric, option or value; ``n_bootstrap``, ``confidence`` or
             ``seed`` out of range.
-        InputError: no prediction, or ``ids`` of another length than ``predictions``, or
-            null ids.
+        InputError: no prediction; ``ids`` of another length than ``predictions``, null,
+            neither strings nor integers, strings mixed with integers, or integers outside
+            int64.
         ValueError: predictions and references differ in length.
-        TypeError: a bare string as ``predictions`` or ``ids``.
+        TypeError: a bare string or a dict as ``predictions``, ``references`` or ``ids``,
+            or an item that is not a text (as :func:`score_texts`).
 
     """
     from pipeline.aggregate import aggregate, metric_aggregates
-    from pipeline.errors import InputError
 
-    if isinstance(ids, str):
-        raise TypeError("ids must be a list of ids, not a str")
-    if isinstance(predictions, str):
-        raise TypeError("predictions must be a list of texts, not a str")
+    texts = text_list(predictions)
+    refs = reference_lists(references)
+    id_values = _id_array(ids, len(texts)) if ids is not None else None
+    # the settings are checked (n_bootstrap against the machine's memory too) before any
+    # text is scored
     settings = ScoreConfig(scoring=ScoringSettings.from_values(metrics=tuple(metrics),
                                                                max_tokens=max_tokens,
                                                                **options),
                            bootstrap=n_bootstrap, confidence=confidence, seed=seed)
-    refs = [[r] if isinstance(r, str) else list(r) for r in references]
-    table = Scorer(settings.scoring).score_batch(list(predictions), refs).table
+    table = Scorer(settings.scoring).score_batch(texts, refs).table
     id_column = None
-    if ids is not None:
-        if len(ids) != table.num_rows:
-            raise InputError(f"ids: {len(ids)} ids for {table.num_rows} predictions")
+    if id_values is not None:
         id_column = "__id__"
-        table = table.append_column(id_column, pa.array(list(ids)))
-        if table.column(id_column).null_count:
-            raise InputError(f"ids: {table.column(id_column).null_count} null ids")
+        table = table.append_column(id_column, id_values)
     counts = set(table.column("n_references").to_pylist())
     n_references: int | str = counts.pop() if len(counts) == 1 else "var"
     specs = settings.scoring.specs()
@@ -227,7 +299,7 @@ def score(
     Composition of :mod:`pipeline.engine` (plan, split/check/score on the chosen engine),
     :mod:`pipeline.aggregate` and :mod:`pipeline.io` (staging, atomic publish). Output:
     ``output/examples/part-*.parquet``, ``output/aggregate.parquet``,
-    ``output/manifest.json``, then ``output/_SUCCESS`` (docs/scoring.md lists every column).
+    ``output/manifest.json``, then ``output/_SUCCESS`` (docs/outputs.md lists every column).
 
     Work goes to a staging directory beside ``output`` (named after the inputs and settings)
     and is moved into place when complete. When a run is interrupted (killed driver,
@@ -387,7 +459,7 @@ def compare(
     allow_signature_mismatch: bool = False,
     max_missing: float | None = None,
     adjust: str | None = None,
-    history: str | None = None,
+    history: str | Any | None = None,
     history_window: int | None = None,
     reference_run: str | None = None,
     engine: str = "auto",
@@ -417,7 +489,8 @@ def compare(
         allow_signature_mismatch: compare runs scored differently.
         max_missing: tolerated fraction of a group's baseline examples missing.
         adjust: ``holm``, ``bh`` or ``none``.
-        history: a nightly ROOT to learn bands and chart drift from.
+        history: a nightly ROOT to learn bands and chart drift from, or a
+            :class:`pipeline.compare.history.History` already read.
         history_window: nights of history used.
         reference_run: a run pinning the drift chart's reference level.
         engine: ``auto`` (a Ray cluster when an address is set or Ray is initialized in this
@@ -520,6 +593,112 @@ def _staging_left(run_dir: str) -> bool:
     return any(e.base_name.startswith(f".{name}.overlap-staging") for e in entries)
 
 
+# What the nightly scores with unless told otherwise (SCORE_ARGS, a config file, ``config``):
+# a prediction missing tonight is left out and counted, so that compare's ``missing`` alarm
+# (exit 1, the night compared) reports it, not a failed score (exit 2, no comparison).
+NIGHTLY_SCORE_DEFAULTS: dict[str, Any] = {"on_missing": "skip"}
+
+
+def check_nightly_compare_options(compare_options: Mapping[str, Any] | None,
+                                  config: ScoreConfig) -> None:
+    """Check the nightly's compare options before tonight's run is scored.
+
+    Compare's own checks of every option (:func:`pipeline.compare.comparison.check_options`),
+    then what tonight's settings already tell: each measure asked for (``measures``, and
+    the names in ``bands``) must be one tonight's run will have, and a ``reference_run``
+    must be a complete run (its aggregate verified) scored as tonight's run for the metrics
+    both have (unless ``allow_signature_mismatch``).
+
+    Args:
+        compare_options: keyword options of :func:`compare` (None values take defaults).
+        config: tonight's scoring settings.
+
+    Raises:
+        ConfigError: an option out of range, or a measure tonight's run will not have.
+        InputError: the reference run is not a complete, readable run.
+        SignatureMismatchError: the reference run was scored differently.
+
+    """
+    from pipeline.compare.comparison import check_options
+    from pipeline.compare.history import check_reference
+    from pipeline.compare.measures import measures_of
+
+    options = {k: v for k, v in (compare_options or {}).items() if v is not None}
+    # the nightly always compares with --history ROOT (a reference run is then allowed)
+    check_options(history="ROOT", **{k: v for k, v in options.items()
+                                     if k not in ("allow_signature_mismatch", "engine",
+                                                  "address", "num_cpus", "seed")})
+    have = measures_of(config.scoring.specs())
+    measures = list(options.get("measures") or ())
+    for name in [*measures, *options.get("bands", {})]:
+        if name not in have:
+            raise ConfigError(f"measure {name!r}: tonight's run will not have it",
+                              hint=f"it will have {', '.join(have)}")
+    unwanted = [name for name in options.get("bands", {}) if measures and name not in measures]
+    if unwanted:
+        raise ConfigError(f"--band given for {', '.join(unwanted)}, which is not compared",
+                          hint=f"the compared measures are {', '.join(measures)}")
+    reference = options.get("reference_run")
+    if reference is not None:
+        from pipeline.io.runs import read_aggregate
+
+        metrics = tuple(dict.fromkeys(m.split(".")[0] for m in measures)) \
+            or config.scoring.metrics
+        check_reference(read_aggregate(str(reference)),
+                        signature=config.signature(n_references=1), config=config.to_dict(),
+                        metrics=metrics,
+                        allow_mismatch=bool(options.get("allow_signature_mismatch")))
+
+
+def _interrupted_run_id(date_dir: str, predictions: str, references: str | None,
+                        config: ScoreConfig) -> str | None:
+    """The run id of an interrupted run of tonight's work under ``ROOT/run_date=DATE``.
+
+    A nightly without ``RUN_ID`` draws a fresh id, so its run directory (and the staging
+    beside it) would differ on every attempt: this finds the staging directory of the same
+    work (:func:`pipeline.engine.resume.run_key`: same inputs and settings) left by an
+    attempt that did not finish, so that running the same command again resumes it.
+
+    Returns:
+        The run id, or None (nothing to resume, or the inputs cannot be planned: the score
+        says why).
+
+    """
+    import pyarrow.fs as pafs
+
+    from pipeline.io.runs import filesystem
+
+    try:
+        fs, path = filesystem(date_dir)
+        entries = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except (PipelineError, OSError):
+        return None
+    staged = [e.base_name for e in entries if e.type == pafs.FileType.Directory
+              and e.base_name.startswith(".run_id=") and ".overlap-staging-" in e.base_name]
+    if not staged:
+        return None
+    from pipeline.engine import make_plan
+    from pipeline.engine.resume import run_key
+    from pipeline.io.write import OutputDir
+
+    try:
+        key = run_key(make_plan(predictions, references, config), config)
+    except PipelineError:
+        return None
+    for name in sorted(staged):
+        head, _, tail = name.partition(".overlap-staging-")
+        run_id = head.removeprefix(".run_id=")
+        if tail != key or not _RUN_ID.fullmatch(run_id):
+            continue
+        try:
+            out = OutputDir(f"{date_dir}/run_id={run_id}", overwrite=False, key=key)
+            if not out.is_complete() and out.resumable_run_id() == run_id:
+                return run_id  # one still running holds its lock: the score says so (exit 3)
+        except (PipelineError, OSError):
+            continue
+    return None
+
+
 def draw_delta_plot(comparison: Any, uri: str) -> None:
     """Draw :func:`pipeline.plots.plot_deltas` to a local path, or to a URI (object storage).
 
@@ -551,6 +730,46 @@ def draw_delta_plot(comparison: Any, uri: str) -> None:
         shutil.rmtree(here, ignore_errors=True)
 
 
+def _day_before(run_date: str) -> str:
+    """``YYYY-MM-DD`` of the day before ``run_date`` (a valid ``YYYY-MM-DD``)."""
+    from datetime import date, timedelta
+
+    return (date.fromisoformat(run_date) - timedelta(days=1)).isoformat()
+
+
+def _earlier_nights(root: str, run_dir: str, *, run_date: str, window: int | None) -> Any:
+    """The history of a night: the nights of ROOT before ``run_date``, never tonight's.
+
+    :func:`pipeline.compare.history.read_history` keeps the newest run of every date on or
+    before the candidate's; a retried night (a second run of tonight's date) would learn
+    its bands and drift from its own first attempt. Tonight's date is left out here.
+
+    Args:
+        root: the nightly ROOT.
+        run_dir: tonight's complete run.
+        run_date: tonight's ``YYYY-MM-DD``.
+        window: nights of history (None: the compare default).
+
+    Returns:
+        A :class:`pipeline.compare.history.History` of at most ``window`` earlier dates.
+
+    Raises:
+        InputError: tonight's run or ROOT cannot be read.
+        ConfigError: ``window`` < 1.
+
+    """
+    from pipeline.compare.bands import DEFAULT_HISTORY_WINDOW
+    from pipeline.compare.history import History, read_history
+    from pipeline.io.runs import open_run
+
+    window = DEFAULT_HISTORY_WINDOW if window is None else window
+    if window < 1:
+        raise ConfigError(f"history_window must be >= 1, got {window}")
+    past = read_history(root, candidate=open_run(run_dir), window=window + 1)
+    nights = tuple(n for n in past.nights if n.run_date < run_date)[-window:]
+    return History(past.source, nights, window, past.notes)
+
+
 def nightly(
     root: str,
     predictions: str,
@@ -568,16 +787,27 @@ def nightly(
 ) -> NightlyRun:
     """One night of the nightly loop: score, publish, compare with history, report.
 
+    0. Check ``compare_options`` (:func:`check_nightly_compare_options`) and that
+       ``baseline`` is a complete run: a bad one stops the night before anything is
+       written.
     1. Score ``predictions`` into ``ROOT/run_date=DATE/run_id=ID`` (a finished run of the
-       same date and id is reused; an interrupted one resumes).
+       same date and id is reused; an interrupted one resumes, also without ``run_id``: the
+       interrupted attempt of the same inputs and settings that date is found by its
+       staging directory). Missing predictions are left out and counted
+       (:data:`NIGHTLY_SCORE_DEFAULTS`, unless ``config`` says otherwise), so compare's
+       ``missing`` alarm reports them.
     2. With ``publish_options``, publish it (:func:`publish`, ``run_date`` set); a failure
-       stops the night.
-    3. The baseline: ``baseline``, else the newest complete run under ROOT dated on or before
-       tonight, other than tonight's, with a measure in common with tonight's (newer runs
+       stops the night. After step 4, the comparison is published too (table
+       ``comparisons``); a failure returns its exit code (the verdict is logged).
+    3. The baseline: ``baseline``, else the newest complete run under ROOT dated before
+       tonight (a date is one night: other runs of tonight's date are attempts of this
+       night, a retry with or without ``run_id``), with a measure in common with tonight's
+       (newer runs
        without one are passed over, in one log line;
        :func:`pipeline.compare.history.comparable_baseline`). No run at all: the night ends
        with 0; runs but none comparable: exit 2 naming the newest and ``--baseline``.
-    4. Compare (:func:`compare` with ``history=ROOT``) into
+    4. Compare (:func:`compare` with the history of ROOT's earlier dates, never tonight's
+       other attempts) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
        and ``delta.png`` unless ``plot`` is False; a plot that fails is only logged).
     5. With ``write_report``, write ``report.html`` there (:func:`report`, reading that
@@ -590,8 +820,10 @@ def nightly(
         predictions: tonight's predictions (file, directory or glob).
         references: a separate references table, or None.
         run_date: ``YYYY-MM-DD`` (default: today in UTC).
-        run_id: tonight's run id (default: :func:`new_run_id`).
-        config: scoring settings (default: :class:`ScoreConfig` defaults).
+        run_id: tonight's run id (default: that of an interrupted attempt of the same work
+            that date, else :func:`new_run_id`).
+        config: scoring settings (default: :class:`ScoreConfig` with
+            :data:`NIGHTLY_SCORE_DEFAULTS`).
         baseline: a run to compare with instead of the last complete one.
         compare_options: keyword options of :func:`compare` (``measures``, ``band``,
             ``bands``, ``adjust``...), never ``output`` or ``history``.
@@ -611,15 +843,32 @@ def nightly(
     except ConfigError as err:
         return NightlyRun(err.exit_code, "", error=err)
     try:
-        run_id = check_run_id(run_id or new_run_id())
+        if run_id is not None:
+            check_run_id(run_id)
     except ConfigError:
         error = ConfigError(f"RUN_ID must be 1-128 letters, digits, '.', '_' or '-' starting "
                             f"with a letter or digit, got {run_id!r}")
         return NightlyRun(error.exit_code, "", error=error)
+    config = config or ScoreConfig(**NIGHTLY_SCORE_DEFAULTS)
+    try:
+        check_nightly_compare_options(compare_options, config)
+    except PipelineError as err:
+        bad = type(err)(f"compare options: {err.message}", hint=err.hint)
+        return NightlyRun(bad.exit_code, "", error=bad)
     from pipeline.compare.history import comparable_baseline
-    from pipeline.io.runs import filesystem
+    from pipeline.io.runs import filesystem, read_aggregate
+
+    if baseline is not None:
+        try:  # a baseline that is no complete run fails now, not after tonight's score
+            read_aggregate(baseline)
+        except PipelineError as err:
+            bad = type(err)(f"BASELINE: {err.message}", hint=err.hint)
+            return NightlyRun(bad.exit_code, "", error=bad)
 
     base = root.rstrip("/") or root
+    resuming = None if run_id is not None else _interrupted_run_id(
+        f"{base}/run_date={run_date}", predictions, references, config)
+    run_id = run_id or resuming or new_run_id()
     run_dir = f"{base}/run_date={run_date}/run_id={run_id}"
     compare_dir = f"{base}/compare/run_date={run_date}/run_id={run_id}"
     again = f"run again with RUN_DATE={run_date} RUN_ID={run_id}"
@@ -640,10 +889,15 @@ def nightly(
     if done:
         log(f"reusing the finished run {run_dir}")
     else:
-        log(f"scoring into {run_dir}")
+        log(f"resuming the interrupted run {run_dir}" if resuming else
+            f"scoring into {run_dir}")
         try:
             score(predictions, references=references, output=run_dir, config=config,
                   run_id=run_id)
+        except KeyboardInterrupt:
+            log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
+                f"with RUN_DATE={run_date}")
+            raise
         except PipelineError as error:
             resume = f"; to resume, {again}" if _staging_left(run_dir) else ""
             log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"
@@ -658,8 +912,10 @@ def nightly(
                 "complete")
             return NightlyRun(error.exit_code, run_dir, error=error)
     if baseline is None:
+        # One night per date: other runs of tonight's date are attempts of this night (a
+        # retry, with or without RUN_ID), never its baseline: the previous night is.
         found, skipped = comparable_baseline(
-            base, run_date=run_date, candidate=run_dir,
+            base, run_date=_day_before(run_date), candidate=run_dir,
             measures=(compare_options or {}).get("measures"))
         baseline = None if found is None else found.path
         if skipped and found is not None:
@@ -685,7 +941,9 @@ def nightly(
                 options["scratch"] = config.scratch
             if config.allow_local_paths:
                 options.setdefault("allow_local_paths", True)
-        result = compare(baseline, run_dir, output=compare_dir, history=base, **options)
+        history = _earlier_nights(base, run_dir, run_date=run_date,
+                                  window=options.pop("history_window", None))
+        result = compare(baseline, run_dir, output=compare_dir, history=history, **options)
     except PipelineError as error:
         log(f"overlap compare failed (exit {error.exit_code}): {error}; to redo it, {again}")
         return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, error=error)
@@ -702,6 +960,15 @@ def nightly(
         except PipelineError as error:
             log(f"overlap report failed: {error}; the comparison stands")
     code = 1 if result.alarm else 0
+    if publish_options is not None:
+        log(f"publishing {compare_dir}")
+        try:
+            publish(compare_dir, run_date=run_date, **publish_options)
+        except PipelineError as error:
+            log(f"overlap publish of the comparison failed (exit {error.exit_code}): {error}; "
+                f"the comparison says {'ALARM' if code else 'no alarm'}; to complete, {again}")
+            return NightlyRun(error.exit_code, run_dir, compare_dir, baseline, result,
+                              error=error)
     log("ALARM: read " + f"{compare_dir}/compare.json and the examples that moved" if code
         else "no alarm")
     return NightlyRun(code, run_dir, compare_dir, baseline, result)
@@ -719,6 +986,11 @@ def publish(
 ) -> list[Any]:
     """Append a complete run to Delta Lake and/or Iceberg tables ``examples`` and ``aggregates``.
 
+    A comparison output (``compare.json`` and ``compare.parquet``: ``overlap compare
+    --output``, a nightly's ``ROOT/compare/run_date=D/run_id=ID``) is appended to the table
+    ``comparisons`` instead (:mod:`pipeline.warehouse.comparisons`), idempotent per
+    comparison.
+
     Composition of :func:`pipeline.warehouse.common.load_run` and the format modules
     :mod:`pipeline.warehouse.delta` and :mod:`pipeline.warehouse.iceberg`; see there for
     the columns, partitioning, idempotency and schema evolution. Everything is checked
@@ -729,7 +1001,8 @@ def publish(
     before writing).
 
     Args:
-        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), path or URI.
+        run_dir: a complete ``overlap score`` output (with ``_SUCCESS``), or a comparison
+            output, path or URI.
         delta: the directory or URI holding the Delta tables (``ROOT/examples``,
             ``ROOT/aggregates``); None: no Delta.
         iceberg: an Iceberg catalog URI or configured name (see
@@ -737,7 +1010,8 @@ def publish(
         namespace: the Iceberg namespace (required with ``iceberg``).
         warehouse: the Iceberg warehouse location (SQL catalogs).
         labels: ``KEY=VALUE`` strings, one string column each (e.g. ``model=m7``).
-        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC.
+        run_date: the partition, ``YYYY-MM-DD``; default: the run's start date in UTC (a
+            comparison's: its ``run_date=`` directory, else its candidate's date).
 
     Returns:
         A list of :class:`pipeline.warehouse.common.PublishedTable`, one per table written or
@@ -755,6 +1029,7 @@ def publish(
 
     """
     from pipeline.warehouse.common import load_run
+    from pipeline.warehouse.comparisons import is_comparison, load_comparison
 
     if delta is None and iceberg is None:
         raise ConfigError("nothing to publish to: give --delta ROOT and/or --iceberg "
@@ -763,7 +1038,10 @@ def publish(
         from pipeline.warehouse.iceberg import parse_namespace
 
         parse_namespace(namespace)
-    run = load_run(run_dir, labels=labels, run_date=run_date)
+    if is_comparison(run_dir):
+        run = load_comparison(run_dir, labels=labels, run_date=run_date)
+    else:
+        run = load_run(run_dir, labels=labels, run_date=run_date)
     # Everything is checked before anything is written: the run's types for each format,
     # the catalog, and each existing table (columns, partitioning, the run id).
     from pipeline.io.storage import deltalake_options
@@ -814,8 +1092,9 @@ def explain(
     :func:`pipeline.explanation.explain`).
 
     Args:
-        prediction: the prediction text.
-        references: one or more reference texts.
+        prediction: the prediction text (``""`` for an empty one).
+        references: one or more reference texts; a bare string is the one reference (one
+            example is explained, so it cannot mean one reference per character).
         run_dir: a complete ``overlap score`` output.
         example_id: the example's id in the run.
         metrics: metrics to explain (default: the run's, else the ``rouge155`` flags', else
@@ -831,6 +1110,8 @@ def explain(
         ConfigError: texts and a run both given or neither; texts without a prediction
             (None; an empty prediction is ``""``) or without a reference; bad settings.
         InputError: an incomplete run, an id not in the run, texts that cannot be read.
+        TypeError: a prediction that is not a str (a number, a list), references that are
+            a dict or hold anything but texts.
 
     """
     from pipeline.explanation import explain as explain_texts
@@ -840,6 +1121,14 @@ def explain(
     settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if metrics is not None:
         settings["metrics"] = tuple(metrics)
+    if prediction is not None and not isinstance(prediction, str):
+        raise TypeError(f"prediction must be a str (one text), got {type(prediction).__name__} "
+                        f"{_short(prediction)}")
+    if isinstance(references, str):
+        references = [references]
+    elif references is not None:
+        references = as_list(references, name="references", what="reference texts")
+        check_texts(references, name="references")
     if run_dir is None:
         if example_id is not None or references is None or prediction is None:
             raise ConfigError("explain needs a prediction and references, or a run "
@@ -872,7 +1161,8 @@ def explain(
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,
            comparison: str | None = None,
-           compare_options: dict[str, Any] | None = None) -> str:
+           compare_options: dict[str, Any] | None = None,
+           trend_groups: str = "alarmed", agreement: str | None = None) -> str:
     """Write a self-contained HTML report of a run, compared with a baseline when given.
 
     Composition of :func:`pipeline.report.build.build_report` (the content: signature,
@@ -892,12 +1182,15 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
             and its settings used for the rest (the two never disagree).
         compare_options: without ``comparison``, options of :func:`compare` (``measures``,
             ``band``, ``bands``, ``confidence``, ``adjust``, ``history``...).
+        trend_groups: with a history, the groups whose nightly trend is drawn beside the
+            overall one: ``alarmed`` (those that alarmed tonight) or ``all``.
+        agreement: an ``agreement.json`` of :func:`agree`: its section in the report.
 
     Returns:
         The output path as given.
 
     Raises:
-        ConfigError: ``top`` < 0.
+        ConfigError: ``top`` < 0, an unknown ``trend_groups``.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
         OutputExistsError: the output is a directory, a symlink, or a file that is not a
@@ -914,6 +1207,166 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
     check_report_output(locate(output), output=output)
     text = build_report(run_dir, baseline=baseline, top=top, comparison=comparison,
                         compare_options={k: v for k, v in (compare_options or {}).items()
-                                         if v is not None})
+                                         if v is not None}, trend_groups=trend_groups,
+                        agreement=agreement)
     write_report_file(text, locate(output), output=output)
     return output
+
+
+# --- overlap agree (issue 27): agreement of metrics with human judgments -------------------
+
+@dataclass(frozen=True)
+class AgreeResult:
+    """The result of :func:`agree`.
+
+    Attributes:
+        document: the ``agreement.json`` document (``rows``, ``tests``, ``ceiling``,
+            ``scatter``, ``verdict``, ``notes``, ``signature``, ``settings``, ``inputs``).
+        signature: the settings' signature string.
+        output: the folder written (None when no output was asked).
+
+    """
+
+    document: dict[str, Any]
+    signature: str
+    output: str | None
+
+
+def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
+          measures: Sequence[str] | None = None, system_column: str = "system",
+          input_column: str | None = None, id_column: str | None = None,
+          group_by: Sequence[str] = (), preferences: str | None = None,
+          output: str | None = None, overwrite: bool = False,
+          **settings: Any) -> AgreeResult:
+    """Agreement of a run's measures (or a table's scores) with human judgments.
+
+    Composition of :func:`pipeline.agree.tables.join_scores` (the scores and the judgments
+    joined by id, with the checks of bad input), :func:`pipeline.agree.analysis.analyse`
+    (coefficients, bootstrap intervals, permutation tests, clusters, the raters' ceiling,
+    groups) and :func:`pipeline.io.agreement.write_outputs`.
+
+    Args:
+        scores: a complete ``overlap score`` run, or a Parquet / CSV / JSON Lines table of
+            scores keyed by id.
+        judgments: a table of human judgments keyed by id (numbers, or lists of raters'
+            numbers), with the system and input columns.
+        humans: judgment columns (default: every numeric or list column of the judgments
+            that is not an id, system, input or group column).
+        measures: score columns as a run names them (``rouge1.fmeasure``; a bare metric
+            name means its ``fmeasure`` or ``score``), or a table's columns (default: a
+            run's ``*.fmeasure`` and ``*.score`` columns, a table's numeric columns).
+        system_column: what a system is.
+        input_column: what an input is (default ``input``, else ``document``; none: one row
+            per system, the system level only).
+        id_column: the id column (default: the run's, else ``id``).
+        group_by: columns whose values make subsets with their own rows and tests.
+        preferences: a table of pairwise preferences (``id_a``, ``id_b``, ``choice`` a / b /
+            tie per rater, or counts ``n_a``, ``n_b``, ``n_tie``): each measure's agreement
+            with the raters' majority (:mod:`pipeline.agree.preferences`).
+        output: a folder for ``agreement.parquet`` and ``agreement.json`` (None: nothing
+            written).
+        overwrite: replace outputs ``overlap agree`` wrote before.
+        settings: fields of :class:`pipeline.agree.analysis.AgreeSettings` (``levels``,
+            ``coefficients``, ``resampling``, ``n_resamples``, ``confidence``,
+            ``permutation``, ``n_permutations``, ``adjust``, ``epsilon`` (a number, or
+            ``"auto"`` for tie calibration), ``seed``); None values are ignored.
+
+    Returns:
+        :class:`AgreeResult`.
+
+    Raises:
+        ConfigError: an unknown setting or a value out of range.
+        InputError: unreadable inputs; missing columns; judged ids absent from the scores;
+            duplicated ids; non-numeric or infinite values; lists of different lengths.
+        OutputExistsError: the outputs exist (without ``overwrite``) or are not ours.
+        ExecutionError: the outputs cannot be written.
+
+    """
+    from pipeline import __version__
+    from pipeline.agree.analysis import AgreeSettings, analyse
+    from pipeline.agree.tables import join_scores, result_document, rows_table
+    from pipeline.io.agreement import check_output, read_table, write_outputs
+
+    fields = AgreeSettings.__dataclass_fields__
+    unknown = [k for k in settings if k not in fields]
+    if unknown:
+        raise ConfigError(f"unknown agree setting {unknown[0]!r}",
+                          hint=f"choose among {', '.join(fields)}")
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                             for k, v in settings.items() if v is not None}
+    if given.get("epsilon") == "auto":
+        given["epsilon"] = None  # tie calibration
+    config = AgreeSettings(**given)
+    config.check()
+    out_loc = check_output(output, overwrite=overwrite) if output is not None else None
+    run = None
+    if _is_run(scores):
+        from pipeline.io.runs import open_run, read_examples
+
+        run = open_run(scores)
+        score_table = read_examples(run, columns=list(run.schema.names)).reset_index(drop=True)
+    else:
+        score_table = read_table(scores, what="scores").to_pandas()
+    judged = read_table(judgments, what="judgments").to_pandas()
+    joined = join_scores(score_table, judged, run_float_columns=run.float_columns if run
+                         else None, scores_name=scores, judgments_name=judgments,
+                         humans=humans, measures=measures, system_column=system_column,
+                         input_column=input_column,
+                         id_column=id_column or (run.id_column if run else "id"),
+                         group_by=tuple(group_by))
+    result = analyse(joined.frame, id_column=joined.id_column,
+                     system_column=joined.system_column, input_column=joined.input_column,
+                     measures=joined.measures, humans=joined.humans,
+                     group_by=tuple(group_by), settings=config)
+    result.notes[:0] = joined.notes
+    signature = config.signature(__version__)
+    document = result_document(result, settings=config, signature=signature,
+                               inputs={"scores": scores, "judgments": judgments,
+                                       "run_signature": str(run.signature) if run else None,
+                                       "id_column": joined.id_column,
+                                       "system_column": joined.system_column,
+                                       "input_column": joined.input_column,
+                                       "n_judged": int(len(joined.frame))},
+                               version=__version__)
+    if preferences is not None:
+        document["preferences"] = _agree_preferences(preferences, joined, config)
+    if out_loc is not None:
+        write_outputs(out_loc, rows_table(result.rows), document, signature=signature)
+    return AgreeResult(document=document, signature=signature, output=output)
+
+
+def _agree_preferences(path: str, joined: Any, config: Any) -> list[dict[str, Any]]:
+    """Each measure's agreement with the raters' pairwise preferences in ``path``."""
+    import math
+
+    from pipeline.agree.preferences import preference_agreement, read_counts
+    from pipeline.io.agreement import read_table
+
+    counts = read_counts(read_table(path, what="preferences").to_pandas(), name=path)
+    counts = type(counts)(counts.id_a.astype(str), counts.id_b.astype(str), counts.votes)
+    frame = joined.scores
+    ids = frame[joined.id_column].astype(str).tolist()
+    out = []
+    for measure in joined.measures:
+        scores = dict(zip(ids, frame[measure].astype(float).tolist(), strict=True))
+        entry = preference_agreement(counts, scores, epsilon=config.epsilon or 0.0,
+                                     n_resamples=config.n_resamples,
+                                     confidence=config.confidence, seed=config.seed)
+        out.append({"measure": measure, **{k: None if isinstance(v, float) and math.isnan(v)
+                                           else v for k, v in entry.items()}})
+    return out
+
+
+def _is_run(path: str) -> bool:
+    """True when ``path`` is a folder holding an ``overlap score`` manifest."""
+    from pipeline.io.files import locate
+
+    loc = locate(path)
+    try:
+        info = loc.fs.get_file_info([loc.path, loc.child("manifest.json").path])
+    except OSError:
+        return False
+    import pyarrow.fs as pafs
+
+    return (info[0].type == pafs.FileType.Directory
+            and info[1].type == pafs.FileType.File)

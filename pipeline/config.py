@@ -202,6 +202,12 @@ class ScoreConfig:
                 raise ConfigError(f"{key}: a column is listed twice in {', '.join(names)}")
         if self.bootstrap < 0:
             raise ConfigError(f"bootstrap: expected a count >= 0, got {self.bootstrap}")
+        if self.bootstrap:
+            from pipeline.aggregate import bootstrap_bytes
+            from pipeline.machine import check_fits
+
+            check_fits("bootstrap", self.bootstrap, bytes_each=bootstrap_bytes(
+                self.scoring.specs(), self.scoring.thresholds))
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"confidence: expected a level in (0, 1), got {self.confidence}",
                               hint="e.g. 0.95")
@@ -231,12 +237,13 @@ class ScoreConfig:
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain YAML/JSON values, keyed as in the config file.
 
-        The keys are :data:`CONFIG_KEYS`, in that order; ``resolve_config(to_dict())``
-        rebuilds an equal config.
+        The keys are :data:`CONFIG_KEYS`, in that order (less the family options declared
+        ``omit_default`` that are at their default); ``resolve_config(to_dict())`` rebuilds
+        an equal config.
         """
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "scoring"}
         values.update(self.scoring.to_dict())
-        out = {key: values[key] for key in CONFIG_KEYS}
+        out = {key: values[key] for key in CONFIG_KEYS if key in values}
         for key in ("group_by", "keep_columns"):
             out[key] = list(out[key])
         out["runtime_env"] = dict(self.runtime_env) if self.runtime_env else None

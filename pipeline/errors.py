@@ -11,7 +11,8 @@ Exit codes (documented in the README):
 | 3 | the output is in the way: a complete output and no ``--overwrite``, anything else than
   a complete overlap output, another run holding its lock (:class:`OutputExistsError`) |
 | 4 | an execution failure outside the input's control: Ray, workers, storage
-  (:class:`ExecutionError`) |
+  (:class:`ExecutionError`); a result the CLI cannot write to stdout (a full disk; a
+  closed pipe keeps the command's code) |
 | 130, 143 | stopped by Ctrl-C or SIGTERM (the CLI, after clean-up) |
 
 Every class takes ``(message, *, keyword=...)`` so that it survives pickling through Ray

@@ -21,6 +21,7 @@ from typing import Any
 
 from pipeline.errors import ConfigError
 from pipeline.metrics import registry
+from pipeline.metrics.base import explainer_of
 from pipeline.metrics.explanation import (
     Listing,
     MetricExplanation,
@@ -55,6 +56,18 @@ class Explanation:
     prediction: str | None
     references: list[str | None]
     metrics: dict[str, MetricExplanation]
+
+    def __str__(self) -> str:
+        """The text ``overlap explain`` prints (:func:`format_explanation`)."""
+        return format_explanation(self)
+
+    def __repr__(self) -> str:
+        """One short line: the metrics, the number of references, the prediction's start."""
+        pred = self.prediction if self.prediction is None or len(self.prediction) <= 30 \
+            else self.prediction[:27] + "..."
+        n = len(self.references)
+        return (f"Explanation(metrics=[{', '.join(self.metrics)}], {n} reference"
+                f"{'' if n == 1 else 's'}, prediction={pred!r})")
 
     @property
     def views(self) -> dict[str, tuple[Tokens, list[Tokens]]]:
@@ -116,7 +129,7 @@ def explain(prediction: str | None, references: Sequence[str | None], *,
     flat = checked.option_map
     out: dict[str, MetricExplanation] = {}
     for family, names in registry.by_family(checked.metrics):
-        explainer = getattr(family, "explain", None)
+        explainer = explainer_of(family)
         if explainer is None:
             raise ConfigError(f"the {family.name} family does not explain its metrics "
                               f"({', '.join(names)})")
@@ -152,9 +165,13 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _tokens_line(label: str, t: Tokens) -> str:
+def _tokens_line(label: str, t: Tokens, *, shown: bool = False) -> str:
     lines = sum(1 for a, b in t.sentences if b > a)
     extra = f", {_count(lines, 'sentence')}" if len(t.sentences) > 1 else ""
+    if shown:  # per-language tokens (--language): quoted, so a ' ' token is seen
+        listed = t.tokens[:60]
+        extra += ": " + " ".join(repr(x) for x in listed) + (" ..." if len(t.tokens) > 60
+                                                             else "")
     return f"{label}: {_count(len(t.tokens), 'token')}{extra}"
 
 
@@ -219,8 +236,9 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     out = [f"settings: {sig}"]
     for name, (pred, refs) in e.views.items():
         out.append(f"tokens ({name})")
-        out.append("  " + _tokens_line("prediction", pred))
-        out += ["  " + _tokens_line(f"reference {i}", r) for i, r in enumerate(refs)]
+        out.append("  " + _tokens_line("prediction", pred, shown=name.startswith("xlsum")))
+        out += ["  " + _tokens_line(f"reference {i}", r, shown=name.startswith("xlsum"))
+                for i, r in enumerate(refs)]
     for name, m in e.metrics.items():
         out += ["", f"{name}: {_values(m.measures, m.statistics)}; {_rule(m)}"]
         out += _wrap(m.listing, width, 2)

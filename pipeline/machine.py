@@ -37,3 +37,72 @@ def descendants(pid: int) -> list[int]:
         out.append(child)
         todo.extend(children.get(child, []))
     return out
+
+
+def memory_bytes() -> int:
+    """Bytes of memory this process can hold: the machine's, or a lower limit set on it.
+
+    The smallest of the physical memory, the cgroup's limit (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``) and the address-space limit (``ulimit -v``), where each is
+    known; physical memory alone elsewhere.
+    """
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            sizes.append(int(text))
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            sizes.append(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    positive = [s for s in sizes if s > 0]
+    return min(positive) if positive else 1 << 40
+
+
+def _size(n_bytes: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:,.1f} {unit}"
+    return f"{n_bytes:,} bytes"
+
+
+def check_fits(name: str, count: int, *, bytes_each: int, what: str = "resamples") -> None:
+    """Refuse a count a user gave whose memory passes what this machine can hold.
+
+    The one bound of every user-given size that memory grows with (bootstrap resamples,
+    randomization trials): checked up front, before any work or any file, so that a
+    typo like ``--bootstrap 10000000000`` is an error with exit 2, not a ``MemoryError``
+    an hour later with a staging directory left.
+
+    Args:
+        name: the setting, as the user wrote it (``bootstrap``, ``n_bootstrap``).
+        count: its value, >= 0.
+        bytes_each: bytes held per unit of ``count`` (a lower bound: the arrays the work
+            keeps per resample), > 0.
+        what: the unit, for the message.
+
+    Raises:
+        ConfigError: ``count * bytes_each`` exceeds :func:`memory_bytes` (names the setting,
+            the memory it needs, the machine's and the largest count that fits).
+
+    """
+    from pipeline.errors import ConfigError
+
+    have = memory_bytes()
+    need = count * bytes_each
+    if need > have:
+        raise ConfigError(f"{name}: {count:,} {what} need at least {_size(need)} of memory; "
+                          f"this machine holds {_size(have)} (at most "
+                          f"{have // bytes_each:,} {what})")

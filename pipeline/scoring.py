@@ -232,14 +232,28 @@ class ScoringSettings:
         """The requested metrics' specs, in output order."""
         return registry.specs(self.metrics, self.option_map)
 
+    def input_columns(self) -> tuple[str, ...]:
+        """Predictions columns the families read besides the texts, in family order.
+
+        E.g. ``--language column:lang``; the engine carries them to the scorer and the
+        examples (so a run can be grouped by them).
+        """
+        options = self.option_map
+        out: list[str] = []
+        for family, _ in registry.by_family(self.metrics):
+            if hasattr(family, "input_columns"):
+                out += [c for c in family.input_columns(options) if c not in out]
+        return tuple(out)
+
     def signature_fields(self) -> dict[str, str]:
         """The families' signature fields (see :func:`pipeline.signature.build_signature`)."""
         return registry.signature_fields(self.metrics, self.option_map)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain YAML/JSON values keyed as in the config file."""
+        omitted = {o.key: o.default for o in registry.options() if o.omit_default}
         return {"metrics": list(self.metrics), **{p.key: None for p in registry.presets()},
-                **dict(self.options),
+                **{k: v for k, v in self.options if k not in omitted or v != omitted[k]},
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
 
@@ -307,6 +321,8 @@ class Scorer:
         self,
         predictions: Sequence[str | None] | pa.Array,
         references: Sequence[Sequence[str | None] | None] | pa.Array,
+        *,
+        columns: Mapping[str, Sequence[Any] | pa.Array] | None = None,
     ) -> ScoredBatch:
         """Score N predictions, each against its list of references.
 
@@ -314,6 +330,8 @@ class Scorer:
             predictions: N texts (a list or an Arrow string array); None scores as empty.
             references: N lists of reference texts (a list of lists or an Arrow
                 list<string> array); an empty or null list scores 0 (reference index -1).
+            columns: further predictions columns by name, N values each, for families
+                that read one (``input_columns``, e.g. ROUGE's ``--language column:COL``).
 
         Returns:
             A :class:`ScoredBatch` with N rows in input order. Families warn about their
@@ -342,25 +360,47 @@ class Scorer:
                                        count=len(lists[1]))
         if len(n_references) != n:
             raise ValueError(f"{n} predictions but {len(n_references)} reference lists")
-        columns: dict[str, np.ndarray] = {"n_references": n_references}
+        out_columns: dict[str, np.ndarray] = {"n_references": n_references}
         truncated: np.ndarray | None = None
         counts: dict[str, int] = {}
         options = self.settings.option_map
         for family, metrics in self._families:
-            if arrow and getattr(family, "reads_arrow", False):
+            wanted = family.input_columns(options) if hasattr(family, "input_columns") else ()
+            if wanted:
+                given = {c: _values(columns, c) for c in wanted}
+                if lists is None:
+                    lists = (text_list(predictions), reference_lists(references))
+                out = cast(Any, family).score(lists[0], lists[1], metrics, options,
+                                              columns=given)
+            elif arrow and getattr(family, "reads_arrow", False):
                 out = family.score(predictions, cast(Any, references), metrics, options)
             else:
                 if lists is None:  # converted once for every family that reads lists
                     lists = (text_list(predictions), reference_lists(references))
                 out = family.score(lists[0], lists[1], metrics, options)
-            columns.update(out.columns)
+            out_columns.update(out.columns)
             if out.truncated is not None:
                 truncated = out.truncated if truncated is None else truncated | out.truncated
             for k, v in out.counts.items():
                 counts[k] = counts.get(k, 0) + v
         table = pa.Table.from_arrays(
-            [pa.array(columns[f.name], f.type) for f in self._schema], schema=self._schema)
+            [pa.array(out_columns[f.name], f.type) for f in self._schema], schema=self._schema)
         return ScoredBatch(table, truncated, counts)
+
+
+def _values(columns: Mapping[str, Sequence[Any] | pa.Array] | None, name: str) -> list[Any]:
+    """A further predictions column as a Python list (see :meth:`Scorer.score_batch`).
+
+    Raises:
+        ConfigError: the column was not given.
+    """
+    if columns is None or name not in columns:
+        raise ConfigError(f"the scoring options read the predictions column {name!r}, "
+                          "which was not given", hint=f"add a {name!r} column")
+    values = columns[name]
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values.to_pylist()
+    return list(values)
 
 
 def _output_schema(specs: Sequence[MetricSpec]) -> pa.Schema:

@@ -1,13 +1,15 @@
 """The ``overlap`` command line: thin click commands over :mod:`pipeline.api`.
 
 Exit codes: see :mod:`pipeline.errors` (0 ok, 1 compare alarm, 2 bad usage or input,
-3 output exists or is held by another run, 4 execution failure, 130 Ctrl-C, 143 SIGTERM).
+3 output exists or is held by another run, 4 execution failure or a result that cannot be
+written to stdout, 130 Ctrl-C, 143 SIGTERM).
 Only the result goes to stdout; notes, progress and errors go to stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import signal
@@ -72,6 +74,85 @@ def results_only_stdout() -> Iterator[None]:
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_STDOUT_FAILED = 4  # the result could not be written to stdout (an execution failure)
+
+
+class _GuardedStdout(io.RawIOBase):
+    """stdout's file descriptor, whose first failed write is kept instead of raised.
+
+    Installed as the process's ``sys.stdout`` (under a text wrapper) when ``overlap`` runs
+    as a process, so that a result that cannot be written (``> /dev/full``: ENOSPC; a
+    reader that went away, ``| head``: EPIPE) never interrupts the command with a
+    traceback: the command ends as it would have, and :func:`_stdout_outcome` decides the
+    exit code. Later writes are dropped. The descriptor is not closed with the object.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.error: OSError | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        try:
+            return os.isatty(self.fd)
+        except OSError:
+            return False
+
+    def write(self, b: Any) -> int:
+        size = len(memoryview(b))
+        if self.error is None:
+            try:
+                return os.write(self.fd, b)
+            except OSError as e:
+                self.error = e
+        return size
+
+
+def _guard_stdout() -> _GuardedStdout | None:
+    """Put a :class:`_GuardedStdout` under ``sys.stdout``; None when stdout is no descriptor."""
+    stream = sys.stdout
+    try:
+        fd = stream.fileno()
+        stream.flush()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    raw = _GuardedStdout(fd)
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding,
+                                  errors=stream.errors,
+                                  line_buffering=bool(getattr(stream, "line_buffering", False)))
+    return raw
+
+
+def _stdout_outcome(guard: _GuardedStdout, code: int) -> int:
+    """The exit code of a command whose stdout may have failed (see :class:`_GuardedStdout`).
+
+    A reader that went away (EPIPE: ``overlap compare ... | head -1``) stopped reading by
+    choice: the command's own code stands (1 stays an alarm, 0 no alarm). Any other failure
+    (ENOSPC on a full disk, EIO) lost the result: one line on stderr naming the error and the
+    code the command ended with, and exit 4 in place of 0 or 1 (never 1, which means an
+    alarm to compare and nightly); a command that failed already keeps its code.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    err = guard.error
+    if err is None or err.errno == errno.EPIPE:
+        return code
+    reason = err.strerror or str(err)
+    try:
+        sys.stderr.write(f"Error: cannot write the result to stdout: {reason} (errno "
+                         f"{err.errno}); the command itself ended with exit code {code}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return EXIT_STDOUT_FAILED if code in (0, 1) else code
 
 
 class _Signals:
@@ -193,6 +274,7 @@ _COMMANDS = {"compare": "pipeline.cli.compare", "explain": "pipeline.cli.explain
              "nightly": "pipeline.cli.nightly",
              "publish": "pipeline.cli.publish", "report": "pipeline.cli.report",
              "score": "pipeline.cli.score", "signature": "pipeline.cli.score"}
+_COMMANDS["agree"] = "pipeline.cli.agree"
 
 
 class _Main(click.Group):
@@ -278,6 +360,7 @@ class _Main(click.Group):
         self._process = True
         _install_handlers()  # as early as possible: before the command's imports
         own_command_line = not args and kwargs.get("args") is None
+        guard = _guard_stdout() if own_command_line else None
         try:
             return self.main(*args, **kwargs)
         except SystemExit as e:
@@ -285,6 +368,8 @@ class _Main(click.Group):
                 raise  # a message: Python prints it and exits 1
             if _Signals.received is None and not own_command_line:
                 raise
+            if guard is not None:
+                e.code = _stdout_outcome(guard, e.code or 0)
             import atexit
 
             atexit._run_exitfuncs()  # e.g. the plot cache dir; Ray's shutdown: a no-op now
@@ -310,7 +395,8 @@ A tour on the bundled data (README.md, "A five-minute tour"):
 \b
 COMMAND --help shows its options and an example; docs/ holds the details.
 Exit codes: 0 ok, 1 alarm (compare, nightly), 2 bad usage or input,
-3 output in the way, 4 execution failure, 130 Ctrl-C, 143 SIGTERM."""
+3 output in the way, 4 execution failure (also: stdout cannot be written),
+130 Ctrl-C, 143 SIGTERM."""
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},

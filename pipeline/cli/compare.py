@@ -230,10 +230,12 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
     """Parse ``--band`` values.
 
     A bare number (a fraction of every measure's scale) and/or ``METRIC.MEASURE=VALUE``
-    items (in that measure's units), comma-separated or repeated.
+    items (in that measure's units), comma-separated or repeated. A measure (or the bare
+    floor) given twice with different values is refused, never settled by the last one;
+    the same value twice is one request.
 
     Raises:
-        click.BadParameter: a value that is neither.
+        click.BadParameter: a value that is neither; a measure given two different values.
 
     """
     default: float | None = None
@@ -245,8 +247,14 @@ def parse_bands(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]
         except ValueError:
             raise click.BadParameter(f"{item!r} is not a number nor METRIC.MEASURE=NUMBER",
                                      param_hint="--band") from None
+        name = name.strip()
+        before = per.get(name) if sep else default
+        if before is not None and before != number:
+            what = name if sep else "the floor of every measure"
+            raise click.BadParameter(f"{what} is given twice ({before:g} and {number:g}); "
+                                     "give it once", param_hint="--band")
         if sep:
-            per[name.strip()] = number
+            per[name] = number
         else:
             default = number
     return default, per

@@ -65,7 +65,6 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
     Exit codes: 0 ok, 2 bad usage or input.
     """
     from pipeline import api
-    from pipeline.explanation import format_explanation
 
     try:
         explanation = api.explain(
@@ -79,7 +78,8 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
     if output_format == "json":
         click.echo(escaped_json(explanation.to_document()))
     else:
-        click.echo("\n".join(safe(line) for line in format_explanation(explanation).split("\n")))
+        # str(explanation) is the text (format_explanation), escaped for the terminal
+        click.echo("\n".join(safe(line) for line in str(explanation).split("\n")))
 
 
 def escaped_json(document: Any) -> str:

@@ -10,21 +10,31 @@ import click
 from pipeline.cli import main, results_only_stdout
 from pipeline.cli.compare import compare_command, format_table, parse_bands, safe
 from pipeline.cli.publish import publish_command
-from pipeline.cli.score import _settings, one_line, score_command
+from pipeline.cli.score import one_line, score_command
 from pipeline.errors import ConfigError, PipelineError
+
+
+def _words(name: str, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as err:
+        raise ConfigError(f"{name}: {err}") from err
 
 
 def _parse(command: click.Command, name: str, args: list[str], text: str) -> dict[str, Any]:
     """The parameters of ``command`` for an argument string, parsed by its own parser.
 
+    Args:
+        command: the command whose options the string holds (``overlap score``...).
+        name: the variable the string came from (``SCORE_ARGS``), named in every error.
+        args: the command's required arguments and options, put before the string.
+        text: the string, split as a shell would (never run).
+
     Raises:
         ConfigError: the string does not parse or its options are wrong for the command.
 
     """
-    try:
-        words = shlex.split(text)
-    except ValueError as err:
-        raise ConfigError(f"{name}: {err}") from err
+    words = _words(name, text)
     try:
         ctx = command.make_context(command.name or name, [*args, *words],
                                    resilient_parsing=False)
@@ -33,9 +43,100 @@ def _parse(command: click.Command, name: str, args: list[str], text: str) -> dic
     return dict(ctx.params)
 
 
-_FIXED_SCORE = ("predictions", "references", "output", "run_id", "overwrite")
-_FIXED_COMPARE = ("baseline_dir", "candidate_dir", "output", "history", "plot",
-                  "output_format")
+def _refuse_owned(command: click.Command, name: str, args: list[str], text: str,
+                  owned: dict[str, str]) -> None:
+    """Refuse options the nightly sets itself, when the string gives them.
+
+    Which options the string gives is read by the command's own parser (the string alone,
+    without the nightly's placeholders), so ``--output x`` is caught whatever ``x`` is.
+
+    Args:
+        command: the command.
+        name: the variable (``SCORE_ARGS``...), named in the error.
+        args: placeholders for the command's positional arguments.
+        text: the string.
+        owned: parameter name -> why the nightly owns it.
+
+    Raises:
+        ConfigError: an owned option given (exit 2), naming it and the variable.
+
+    """
+    from click.core import ParameterSource
+
+    words = _words(name, text)
+    try:
+        ctx = command.make_context(command.name or name, [*args, *words],
+                                   resilient_parsing=True)
+    except click.UsageError:
+        return  # the strict parse names the fault
+    given = [p for p in command.params if p.name in owned
+             and ctx.get_parameter_source(p.name) == ParameterSource.COMMANDLINE]
+    if given:
+        flags = ", ".join(str(p.opts[0]) for p in given)
+        why = "; ".join(dict.fromkeys(owned[str(p.name)] for p in given))
+        raise ConfigError(f"{name}: {flags} {'is' if len(given) == 1 else 'are'} the "
+                          f"nightly's own ({why}); remove {'it' if len(given) == 1 else 'them'}"
+                          f" from {name}")
+
+
+_FIXED_SCORE = {
+    "references": "REFERENCES is the nightly's third argument",
+    "output": "tonight's run goes to ROOT/run_date=RUN_DATE/run_id=RUN_ID",
+    "run_id": "set RUN_ID (--run-id) instead",
+    "overwrite": "a finished night is reused, never replaced",
+}
+_FIXED_COMPARE = {
+    "output": "the comparison goes to ROOT/compare/run_date=RUN_DATE/run_id=RUN_ID",
+    "history": "the history is ROOT",
+    "plot": "delta.png is drawn beside compare.json",
+}
+_FIXED_PUBLISH = {"run_date": "the run date is RUN_DATE (--run-date)"}
+
+
+def nightly_settings(config_file: str | None, flags: dict[str, Any]) -> Any:
+    """Tonight's scoring settings: the nightly's defaults, then the config file, then flags.
+
+    The nightly's defaults (:data:`pipeline.api.NIGHTLY_SCORE_DEFAULTS`: missing predictions
+    are left out and counted, for compare's ``missing`` alarm) give way to a config file's
+    keys and to ``SCORE_ARGS`` flags.
+
+    Raises:
+        ConfigError: an unreadable config file, an unknown key or a bad value.
+
+    """
+    from pipeline.api import NIGHTLY_SCORE_DEFAULTS
+    from pipeline.config import load_config_file, resolve_config
+
+    file_values = load_config_file(config_file) if config_file else None
+    return resolve_config(NIGHTLY_SCORE_DEFAULTS, file_values, flags)
+
+
+def _compare_options(text: str) -> dict[str, Any]:
+    """``COMPARE_ARGS`` as :func:`pipeline.api.compare` options; every error names it.
+
+    The values are checked next, with compare's own checks
+    (:func:`pipeline.api.check_nightly_compare_options`).
+
+    Raises:
+        ConfigError: the string does not parse, or gives an option the nightly owns.
+
+    """
+    name = "COMPARE_ARGS"
+    _refuse_owned(compare_command, name, ["b", "c"], text, _FIXED_COMPARE)
+    cmp = _parse(compare_command, name, ["b", "c"], text)
+    if cmp.pop("output_format", "summary") != "summary":
+        raise ConfigError(f"{name}: --format is not used by the nightly, which prints the "
+                          "comparison's summary")
+    try:
+        band, bands = parse_bands(cmp.pop("band_values"))
+    except click.BadParameter as err:
+        raise ConfigError(f"{name}={text!r}: {err.format_message()}") from err
+    given = {k: v for k, v in cmp.items() if k not in (*_FIXED_COMPARE, "baseline_dir",
+                                                        "candidate_dir")}
+    metrics = given.pop("metrics")
+    options = {"measures": [m.strip() for v in metrics for m in v.split(",") if m.strip()]
+               or None, "band": band, "bands": bands, **given}
+    return options
 
 
 @main.command("nightly", epilog="""\b
@@ -77,10 +178,15 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     Hive-style partitions a warehouse can read): ROOT/run_date=YYYY-MM-DD/run_id=RUN_ID/
     (the `overlap score` output) and ROOT/compare/run_date=YYYY-MM-DD/run_id=RUN_ID/
     (compare.json, compare.parquet, delta.png, report.html). The baseline is the newest
-    complete run dated on or before tonight, other than tonight's, with a measure in common
-    with tonight's (newer ones without are passed over, saying so); the comparison learns its
-    bands and drift from ROOT (--history ROOT). Running the same night again (same RUN_DATE
-    and RUN_ID) resumes it.
+    complete run dated before tonight with a measure in common with tonight's (newer ones
+    without are passed over, saying so); the comparison learns its bands and drift from
+    ROOT's earlier dates (their aggregate.parquet, only those scored as tonight for the
+    compared measures). Running the same night again (same RUN_DATE, and RUN_ID when one was
+    set) resumes it; a retry is an attempt of the same night: it compares with the same
+    earlier night, so it keeps the first attempt's verdict on the same predictions. Missing
+    predictions are left out and counted (compare's missing alarm, exit 1) unless SCORE_ARGS
+    says --on-missing. The *_ARGS strings are checked before anything is written; options the
+    nightly sets itself (--output, --run-id, --history...) are refused there.
 
     Exit codes: 0 no alarm, or a first night with nothing to compare with; 1 alarm; 2 bad
     usage or input; 3 or 4 as overlap score (output held by another run; execution failure).
@@ -91,35 +197,29 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
         click.echo(f"nightly: {safe(' '.join(line.split()))}", err=True)
 
     try:
+        _refuse_owned(score_command, "SCORE_ARGS", [predictions], score_args, _FIXED_SCORE)
         flags = _parse(score_command, "SCORE_ARGS", [predictions, "--output", "x"], score_args)
-        if any(flags.get(k) not in (None, False, "x", predictions) for k in _FIXED_SCORE):
-            raise ConfigError("SCORE_ARGS: --references, --output, --run-id and --overwrite "
-                              "are the nightly's own")
         if flags.pop("output_format", "summary") != "summary":
             raise ConfigError("SCORE_ARGS: --format is not used by the nightly, which prints "
                               "the comparison")
         config_file = flags.pop("config_file", None)
         thresholds = flags.pop("thresholds", ())
-        for k in _FIXED_SCORE:
+        for k in (*_FIXED_SCORE, "predictions"):
             flags.pop(k, None)
         flags["threshold"] = list(thresholds) or None
-        config = _settings(config_file, flags)
-        cmp = _parse(compare_command, "COMPARE_ARGS", ["b", "c"], compare_args)
-        band, bands = parse_bands(cmp.pop("band_values"))
-        given = {k: v for k, v in cmp.items() if k not in _FIXED_COMPARE}
-        if any(cmp.get(k) not in (None, "b", "c", "summary") for k in _FIXED_COMPARE):
-            raise ConfigError("COMPARE_ARGS: --output, --history, --plot and --format are the "
-                              "nightly's own")
-        metrics = given.pop("metrics")
-        compare_options = {"measures": [m.strip() for v in metrics for m in v.split(",")
-                                        if m.strip()] or None,
-                           "band": band, "bands": bands, **given}
+        config = nightly_settings(config_file, flags)
+        compare_options = _compare_options(compare_args)
+        try:
+            api.check_nightly_compare_options(compare_options, config)
+        except PipelineError as err:
+            raise type(err)(f"COMPARE_ARGS: {err.message}", hint=err.hint) from err
         publish_options = None
         if publish_args.strip():
+            _refuse_owned(publish_command, "PUBLISH_ARGS", ["r"], publish_args,
+                          _FIXED_PUBLISH)
             pub = _parse(publish_command, "PUBLISH_ARGS", ["r"], publish_args)
             pub.pop("run_dir", None)
-            if pub.pop("run_date", None) is not None:
-                raise ConfigError("PUBLISH_ARGS: --run-date is the nightly's RUN_DATE")
+            pub.pop("run_date", None)
             publish_options = pub
     except PipelineError as err:
         click.echo(f"nightly: {safe(one_line(err))}", err=True)
@@ -132,5 +232,7 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     if result.error is not None and result.run_dir == "":
         click.echo(f"nightly: {safe(one_line(result.error))}", err=True)
     if result.comparison is not None:
+        for note in result.comparison.notes:
+            click.echo(f"nightly: note: {safe(note)}", err=True)
         click.echo(format_table(result.comparison.to_document()))
     ctx.exit(result.exit_code)

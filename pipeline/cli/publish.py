@@ -13,6 +13,7 @@ from pipeline.errors import PipelineError
 Examples (pip install -e '.[warehouse]'):
   overlap publish runs/realsumm --delta warehouse --label model=bart
   overlap publish runs/realsumm --iceberg sqlite:///catalog.db --namespace evals
+  overlap publish cmp/ --delta warehouse --label model=bart   (table comparisons)
 
 \b
 Details, and reading the tables from DuckDB, Spark, Trino: docs/warehouse.md.""")
@@ -39,9 +40,13 @@ Details, and reading the tables from DuckDB, Spark, Trino: docs/warehouse.md."""
 def publish_command(ctx: click.Context, run_dir: str, delta: str | None, iceberg: str | None,
                     namespace: str | None, warehouse: str | None, labels: tuple[str, ...],
                     run_date: str | None) -> None:
-    """Append a run to Delta Lake and/or Iceberg tables.
+    """Append a run (or a comparison) to Delta Lake and/or Iceberg tables.
 
-    RUN_DIR is a complete run (with _SUCCESS), checked against its manifest. Both tables
+    RUN_DIR is a complete run (with _SUCCESS), checked against its manifest; or a
+    comparison (compare.json and compare.parquet: `overlap compare --output`, a nightly's
+    ROOT/compare/run_date=D/run_id=ID), appended to the table comparisons, one row per
+    group and measure with both run ids, values, delta, interval, p, band and alarm_kind,
+    once per comparison. Both tables
     (examples, aggregates) get run_id, run_date, signature and the --label columns, and are
     partitioned by run_date. Publishing a run that is already in a table writes nothing to
     it, so publishing again after a failure completes what is missing; another run (or other

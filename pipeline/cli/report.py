@@ -39,12 +39,19 @@ Details: docs/report.md.""")
               help="As overlap compare; also draws the nightly trend of each measure.")
 @click.option("--history-window", type=click.IntRange(min=1), default=None, metavar="N",
               help="As overlap compare.")
+@click.option("--trend-groups", type=click.Choice(["alarmed", "all"]), default="alarmed",
+              show_default=True,
+              help="With a history: beside the overall trend, draw the trend of the groups "
+                   "that alarmed tonight, or of every group.")
+@click.option("--agreement", metavar="AGREEMENT.json", default=None,
+              help="Add the section of this overlap agree output (agreement.json).")
 @click.pass_context
 def report_command(ctx: click.Context, run_dir: str, baseline: str | None, output: str,
                    top: int, comparison: str | None, metrics: tuple[str, ...],
                    band_values: tuple[str, ...], confidence: float | None,
                    adjust: str | None, history: str | None,
-                   history_window: int | None) -> None:
+                   history_window: int | None, trend_groups: str,
+                   agreement: str | None) -> None:
     """Write an HTML report of a run.
 
     One self-contained file about RUN_DIR (and its comparison): opening it makes no network
@@ -54,7 +61,8 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
     per-example values of each measure; with --baseline (or --comparison), the compare table
     with alarms highlighted, the distribution of per-example deltas and the examples that
     moved most, with the matched words marked and a word diff; with --history, the nightly
-    trend of each measure. Readable without JavaScript, and printable.
+    trend of each measure, overall and for each group that alarmed (--trend-groups all:
+    every group), red marks on the nights that alarmed. Readable without JavaScript, and printable.
 
     An existing FILE.html is replaced only when it is a report written by overlap report.
 
@@ -75,7 +83,8 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
         ctx.exit(2)
     try:
         api.report(run_dir, output=output, baseline=baseline, top=top, comparison=comparison,
-                   compare_options=options)
+                   compare_options=options, trend_groups=trend_groups,
+                   agreement=agreement)
     except PipelineError as err:
         click.echo(f"Error: {one_line(err)}", err=True)
         ctx.exit(err.exit_code)

@@ -138,8 +138,8 @@ Examples:
   overlap score preds/ --references refs/ --output runs/r155 --rouge155 "-n 4 -w 1.2 -m"
 
 \b
-Details: docs/scoring.md (inputs, output columns, bad input, resuming),
-docs/metrics.md (every metric and option)."""
+Details: docs/scoring.md (inputs, options), docs/outputs.md (columns),
+docs/failures.md (bad input, resuming), docs/metrics.md (every metric and option)."""
 
 
 @main.command("score", epilog=_SCORE_EPILOG)
@@ -227,6 +227,8 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         ctx.exit(err.exit_code)
     if progress:
         progress.clear()
+    for line in loud_warnings(run.manifest):  # where a user looks first, before the table
+        click.echo(line, err=True)
     if output_format == "json":
         from pipeline.cli.compare import safe_json
 
@@ -342,6 +344,19 @@ def _summary_table(header: list[str], rows: list[list[str]], *, width: int | Non
     return out
 
 
+def loud_warnings(manifest: dict[str, Any]) -> list[str]:
+    """``warning: ...`` lines for the data notes that mean silent zeros (``DataNote.loud``).
+
+    E.g. non-Latin texts that produced no ROUGE token, or Chinese under BLEU's ``13a``:
+    their scores are 0 for a reason that is not the texts' quality.
+    """
+    from pipeline.metrics import registry
+
+    counts, config = manifest.get("counts") or {}, manifest.get("config") or {}
+    return [f"warning: {note.text(counts[note.key], config)}" for note in registry.data_notes()
+            if note.loud and counts.get(note.key)]
+
+
 def format_summary(manifest: dict[str, Any], aggregate: Any, *,
                    width: int | None = SUMMARY_WIDTH) -> str:
     """Render a run's summary: each metric's primary measure (and pass rates) per group.
@@ -419,6 +434,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
                 if config["bootstrap"] else "no interval (--bootstrap 0)")
     out = [
         f"scored {counts['examples_scored']:,} examples in {seconds:.1f} s ({where})",
+        *loud_warnings(manifest),
         f"signature: {manifest['signature']}",
         "",
     ]
@@ -430,7 +446,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
     out += [f"{m}: {a.breakdown_text}"  # the corpus score's parts, as sacrebleu prints them
             for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]
     out += [f"note: {note.text(counts[note.key], config)}" for note in registry.data_notes()
-            if counts.get(note.key)]
+            if counts.get(note.key) and not note.loud]
     if counts.get("null_predictions"):
         n_null = counts["null_predictions"]
         out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')}"

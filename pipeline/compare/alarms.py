@@ -79,10 +79,7 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
         if r.group not in seen:
             seen.add(r.group)
             out.append({"group": r.group, "metric": None, "measure": None, "kind": "missing"})
-    band = rows["band"].to_numpy(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        beyond = np.abs(rows["delta"].to_numpy(np.float64)) / np.where(band > 0, band, np.nan)
-    beyond = np.where(np.isfinite(beyond), beyond, np.inf)
+    beyond = _log_beyond(rows["delta"].to_numpy(np.float64), rows["band"].to_numpy(np.float64))
     overall = (rows["group"] == ALL_GROUP).to_numpy()
     change = rows["alarm"].to_numpy(bool)
     for kind, flag, size in (("change", change, beyond),
@@ -92,6 +89,29 @@ def alarm_list(rows: pd.DataFrame) -> list[dict[str, Any]]:
         order = sorted(picked, key=lambda i: (not overall[i], -size[i], i))
         out += [{"group": rows["group"].iat[i], "metric": rows["metric"].iat[i],
                  "measure": rows["measure"].iat[i], "kind": kind} for i in order]
+    return out
+
+
+def _log_beyond(delta: np.ndarray, band: np.ndarray) -> np.ndarray:
+    """``log(|delta| / band)`` per row, without overflow for the tiniest bands.
+
+    A band of 1e-320 makes the ratio itself overflow (every such row would tie at inf); the
+    difference of logarithms keeps them in order. A zero band (or a NaN delta) ranks first
+    (inf); a zero delta last (-inf).
+
+    Args:
+        delta: float64 (R,), the changes.
+        band: float64 (R,), the bands, >= 0.
+
+    Returns:
+        float64 (R,).
+
+    """
+    size = np.abs(delta)
+    out = np.full(size.shape, np.inf)
+    both = (band > 0) & (size > 0) & np.isfinite(size)
+    out[both] = np.log(size[both]) - np.log(band[both])
+    out[(band > 0) & (size == 0)] = -np.inf
     return out
 
 

@@ -86,7 +86,12 @@ def change_spread(series: np.ndarray) -> tuple[float, int]:
     x = x[np.isfinite(x)]
     if x.size < 2:
         return float("nan"), int(x.size)
-    return robust_sd(np.diff(x)), int(x.size)
+    top = float(np.abs(x).max())
+    if top <= 2.0 ** 500:  # an ordinary size: as it always was
+        return robust_sd(np.diff(x)), int(x.size)
+    scale = float(np.ldexp(1.0, np.frexp(top)[1] - 1))  # a power of two: exact
+    with np.errstate(over="ignore"):  # a spread past the largest float is inf
+        return robust_sd(np.diff(x / scale)) * scale, int(x.size)
 
 
 def measure_floors(measures: Sequence[str], scales: Sequence[float], *, band: float,

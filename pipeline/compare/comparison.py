@@ -25,22 +25,33 @@ from pipeline.compare.drift import (
     EWMA_L,
     EWMA_LAMBDA,
 )
-from pipeline.compare.history import History, Night, read_history, run_values
+from pipeline.compare.history import (
+    History,
+    Night,
+    aggregate_values,
+    check_reference,
+    comparable_history,
+    read_history,
+    run_values,
+)
 from pipeline.compare.measures import (
     measure_column,
     measures_in,
     measures_of,
     primary_measures,
     resolve_measures,
+    split_measure,
 )
 from pipeline.compare.pairing import (
     Comparison,
     PairedExamples,
+    check_key_types,
     compare_examples,
     paired_examples,
 )
 from pipeline.compare.signatures import NON_SCORE_FIELDS, check_signatures
 from pipeline.compare.statistics import (
+    ADJUST_METHODS,
     DEFAULT_ADJUST,
     DEFAULT_BAND,
     DEFAULT_CONFIDENCE,
@@ -290,6 +301,54 @@ class _Texts:
         return self._read(keys)
 
 
+def check_options(*, measures: Sequence[str] | None = None, band: float = DEFAULT_BAND,
+                  bands: Mapping[str, float] | None = None,
+                  confidence: float = DEFAULT_CONFIDENCE,
+                  n_bootstrap: int = DEFAULT_N_BOOTSTRAP, top: int = DEFAULT_TOP,
+                  max_missing: float = DEFAULT_MAX_MISSING, adjust: str = DEFAULT_ADJUST,
+                  history: object = None, history_window: int = DEFAULT_HISTORY_WINDOW,
+                  reference_run: str | None = None,
+                  band_multiplier: float = BAND_MULTIPLIER,
+                  drift_method: str = DRIFT_METHOD) -> None:
+    """Check :func:`compare_runs`'s options before any run is read (same names and meaning).
+
+    What can be told without the runs: ranges (confidence in (0, 1), resamples >= 1, bands
+    finite and >= 0, ``max_missing`` in [0, 1], ``top`` >= 0, window >= 1, multiplier
+    > 0), the adjustment and drift method by name, measure names written
+    ``METRIC.MEASURE``, and a ``reference_run`` only with a ``history``. The nightly checks
+    its ``COMPARE_ARGS`` with this before tonight's run is scored.
+
+    Raises:
+        ConfigError: the first option out of range, named.
+
+    """
+    check_settings(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
+                   max_missing=max_missing)
+    if not np.isfinite(band):
+        raise ConfigError(f"band must be a non-negative score difference, got {band}")
+    for name, value in (bands or {}).items():
+        split_measure(name)
+        if not (np.isfinite(value) and value >= 0.0):
+            raise ConfigError(f"band must be a non-negative score difference, got {name} "
+                              f"{value}")
+    for name in measures or ():
+        split_measure(name)
+    if top < 0:
+        raise ConfigError(f"top must be >= 0, got {top}")
+    if history_window < 1:
+        raise ConfigError(f"history_window must be >= 1, got {history_window}")
+    if adjust not in ADJUST_METHODS:
+        raise ConfigError(f"unknown p-value adjustment {adjust!r}",
+                          hint=f"choose one of {', '.join(ADJUST_METHODS)}")
+    if drift_method not in DRIFT_METHODS:
+        raise ConfigError(f"unknown drift method {drift_method!r}",
+                          hint=f"choose one of {', '.join(DRIFT_METHODS)}")
+    if not band_multiplier > 0:
+        raise ConfigError(f"band_multiplier must be > 0, got {band_multiplier}")
+    if reference_run is not None and history is None:
+        raise ConfigError("--reference-run needs --history (the drift chart's nights)")
+
+
 def compare_runs(
     baseline_dir: str,
     candidate_dir: str,
@@ -358,17 +417,11 @@ def compare_runs(
     """
     from pipeline.io import runs
 
-    check_settings(n_bootstrap=n_bootstrap, confidence=confidence, band=band,
-                   max_missing=max_missing)
-    if top < 0:
-        raise ConfigError(f"top must be >= 0, got {top}")
-    if history_window < 1:
-        raise ConfigError(f"history_window must be >= 1, got {history_window}")
-    if drift_method not in DRIFT_METHODS:
-        raise ConfigError(f"unknown drift method {drift_method!r}",
-                          hint=f"choose one of {', '.join(DRIFT_METHODS)}")
-    if not band_multiplier > 0:
-        raise ConfigError(f"band_multiplier must be > 0, got {band_multiplier}")
+    check_options(measures=measures, band=band, bands=bands, confidence=confidence,
+                  n_bootstrap=n_bootstrap, top=top, max_missing=max_missing, adjust=adjust,
+                  history=history, history_window=history_window,
+                  reference_run=reference_run, band_multiplier=band_multiplier,
+                  drift_method=drift_method)
     with ThreadPoolExecutor(2, thread_name_prefix="overlap-open") as pool:  # checksums side by side
         opened = [pool.submit(runs.open_run, d) for d in (baseline_dir, candidate_dir)]
     base, cand = opened[0].result(), opened[1].result()  # the baseline's error first
@@ -382,6 +435,9 @@ def compare_runs(
         raise InputError(f"the runs use different id columns ({base.id_column!r} vs "
                          f"{cand.id_column!r})")
     group_columns = tuple(c for c in base.group_columns if c in cand.group_columns)
+    key = [base.id_column, *group_columns]
+    check_key_types({c: base.schema.field(c).type for c in key if c in base.schema.names},
+                    {c: cand.schema.field(c).type for c in key if c in cand.schema.names})
     if group_columns != base.group_columns or group_columns != cand.group_columns:
         notes.append(f"the runs were grouped differently (baseline: "
                      f"{', '.join(base.group_columns) or 'none'}; candidate: "
@@ -436,6 +492,9 @@ def compare_runs(
     if history is not None:
         past = history if isinstance(history, History) else read_history(
             history, candidate=cand, window=history_window)
+        # only nights scored as tonight for the compared metrics teach a band or a drift
+        past = comparable_history(past, signature=cand.signature, config=cand.config,
+                                  metrics=metrics)
         notes += list(past.notes)
         keys = comparison.rows[["group", "metric", "measure", "statistic"]]
         series = past.series(keys)
@@ -443,13 +502,20 @@ def compare_runs(
                                               run_values(cand)),), 1).series(keys)[:, 0]
         pinned = None
         if reference_run is not None:
-            ref = runs.open_run(reference_run)
+            ref = runs.read_aggregate(reference_run)
+            aside = check_reference(ref, signature=cand.signature, config=cand.config,
+                                    metrics=metrics, allow_mismatch=allow_signature_mismatch)
+            if aside:
+                a, b = ref.signature.as_dict(), cand.signature.as_dict()
+                notes.append(f"--reference-run {reference_run} was scored differently ("
+                             + "; ".join(f"{k}: {a.get(k, '(absent)')} vs "
+                                         f"{b.get(k, '(absent)')}" for k in aside)
+                             + "); used anyway (--allow-signature-mismatch)")
             pinned = History("reference", (Night("", ref.run_id or "", ref.path,
-                                                 run_values(ref)),), 1).series(keys)[:, 0]
+                                                 aggregate_values(ref)),), 1
+                             ).series(keys)[:, 0]
         comparison = with_history(comparison, series, tonight, reference=pinned,
                                   method=drift_method, multiplier=band_multiplier)
-    elif reference_run is not None:
-        raise ConfigError("--reference-run needs --history (the drift chart's nights)")
     moved = comparison.top(top)
     for side, (found, note) in zip(("baseline", "candidate"), texts.get(moved), strict=True):
         moved[f"{side}_prediction"] = found
@@ -461,4 +527,4 @@ def compare_runs(
                          band_multiplier=band_multiplier, drift_method=drift_method)
 
 
-__all__ = ["RunComparison", "compare_runs", "run_specs"]
+__all__ = ["RunComparison", "check_options", "compare_runs", "run_specs"]

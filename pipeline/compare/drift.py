@@ -120,9 +120,43 @@ def nightly_sd(history: np.ndarray) -> np.ndarray:
         float64 (B,).
 
     """
+    history, scale = _scaled(np.asarray(history, dtype=np.float64))
     c = np.diff(history, axis=1)
     c = c - np.median(c, axis=1, keepdims=True)
-    return np.sqrt(np.mean(c * c, axis=1) / 2.0)
+    sd = np.sqrt(np.mean(c * c, axis=1) / 2.0)
+    with np.errstate(over="ignore"):  # an sd past the largest float is inf
+        return sd * scale
+
+
+# Rows whose largest value passes this are scaled down by a power of two before they are
+# differenced or squared (exact, and no row of an ordinary size is touched).
+_HUGE = 2.0 ** 500
+
+
+def _scaled(values: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of ``values`` divided by a power of two when its magnitude is huge.
+
+    Args:
+        values: float64 (B, T).
+        others: float64 (B,) arrays whose entries count towards their row's magnitude.
+
+    Returns:
+        ``(scaled, scale)``: ``values / scale[:, None]`` and float64 (B,) scales, 1.0 for
+        rows whose finite values are all below 2**500 in magnitude (those are unchanged,
+        bit for bit), else a power of two that brings the largest near 1.
+
+    """
+    magnitude = np.zeros(values.shape[0])
+    for part in (values, *(o[:, None] for o in others)):
+        finite = np.where(np.isfinite(part), np.abs(part), 0.0)
+        if finite.size:
+            magnitude = np.maximum(magnitude, finite.max(axis=1))
+    scale = np.ones(values.shape[0])
+    huge = magnitude > _HUGE
+    if huge.any():
+        scale[huge] = np.ldexp(1.0, np.frexp(magnitude[huge])[1] - 1)
+        values = values / scale[:, None]
+    return values, scale
 
 
 def chart_statistics(history: np.ndarray, tonight: np.ndarray, *, method: str,
@@ -147,9 +181,16 @@ def chart_statistics(history: np.ndarray, tonight: np.ndarray, *, method: str,
         float64 (B,).
 
     """
+    # the statistic is location- and scale-free: huge rows are charted scaled down, exactly
+    history = np.asarray(history, dtype=np.float64)
+    tonight = np.asarray(tonight, dtype=np.float64)
+    history, scale = _scaled(history, tonight,
+                             *(() if reference is None else (np.asarray(reference),)))
+    tonight = tonight / scale
+    reference = None if reference is None else np.asarray(reference) / scale
     sd = nightly_sd(history)
     if sd_floor is not None:
-        sd = np.maximum(sd, sd_floor)
+        sd = np.maximum(sd, np.asarray(sd_floor) / scale)
     sd = np.where(sd > 0, sd, np.nan)
     if reference is None:
         mu0 = np.median(history[:, :min_nights], axis=1)

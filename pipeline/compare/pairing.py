@@ -306,6 +306,80 @@ def _pair_hashes(frame: pd.DataFrame, id_column: str, group_columns: Sequence[st
     return h
 
 
+# pandas' inferred kinds, as the kinds key_kind gives Arrow types
+_INFERRED = {"string": "string", "unicode": "string", "integer": "number",
+             "floating": "number", "mixed-integer-float": "number", "decimal": "number",
+             "boolean": "boolean", "bytes": "binary", "datetime64": "time", "datetime": "time",
+             "date": "time", "timedelta64": "duration", "timedelta": "duration"}
+
+
+def key_kind(column: pa.DataType | pd.Series) -> tuple[str | None, str]:
+    """What kind of values a key column holds, for pairing two runs on it.
+
+    Args:
+        column: an Arrow type (a run's schema) or a pandas column (a frame given from
+            Python, whose object columns are inferred).
+
+    Returns:
+        ``(kind, name)``: the kind (``number``: integers and floats pair by value;
+        ``string``, ``boolean``, ``binary``, ``time``, ``duration``, or the type itself;
+        None when it cannot be told, e.g. an empty or mixed column) and the type's name as
+        the message shows it (``int64``, ``string``).
+
+    """
+    if isinstance(column, pa.DataType):
+        t = column.value_type if pa.types.is_dictionary(column) else column
+        name = str(column)
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            return "number", name
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return "string", "string"
+        if pa.types.is_boolean(t):
+            return "boolean", name
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            return "binary", name
+        if pa.types.is_temporal(t) and not pa.types.is_duration(t):
+            return "time", name
+        if pa.types.is_null(t):
+            return None, name
+        return name, name
+    inferred = pd.api.types.infer_dtype(column, skipna=True)
+    kind = _INFERRED.get(inferred)
+    name = kind if kind in ("string", "number") else str(column.dtype)
+    if kind == "number" and inferred in ("integer", "floating") and column.dtype != object:
+        name = str(column.dtype)
+    return kind, name
+
+
+def check_key_types(baseline: Mapping[str, pa.DataType | pd.Series],
+                    candidate: Mapping[str, pa.DataType | pd.Series]) -> None:
+    """Refuse runs whose id or group columns hold values of different kinds.
+
+    Pairing an integer id with a string id matches nothing (or fails deep in a join); the
+    message names every such column and its type in both runs.
+
+    Args:
+        baseline: the baseline's key columns, by name: Arrow types or pandas columns.
+        candidate: the candidate's, the same way (columns absent from one side are skipped).
+
+    Raises:
+        InputError: one or more key columns of different kinds.
+
+    """
+    differ = []
+    for name, column in baseline.items():
+        if name not in candidate:
+            continue
+        (kb, nb), (kc, nc) = key_kind(column), key_kind(candidate[name])
+        if kb is not None and kc is not None and kb != kc:
+            differ.append(f"{name} is {nb} in the baseline and {nc} in the candidate")
+    if differ:
+        raise InputError("the runs cannot be paired on columns of different types: "
+                         + "; ".join(differ),
+                         hint="score both runs from inputs whose id and group columns have "
+                              "one type")
+
+
 def _check_examples(frame: pd.DataFrame, side: str, key: Sequence[str],
                     columns: Sequence[str], *, unique: bool = False) -> None:
     """Raise the first problem of one run's examples (``unique``: keys known unique)."""
@@ -444,6 +518,7 @@ def _pair(baseline: pd.DataFrame, candidate: pd.DataFrame, setup: _Setup, *, id_
         gone = [c for c in key if c not in frame.columns]
         if gone:
             raise InputError(f"the {side} examples have no column {', '.join(map(repr, gone))}")
+    check_key_types({c: baseline[c] for c in key}, {c: candidate[c] for c in key})
     baseline = _with_kinds(baseline, group_columns)
     candidate = _with_kinds(candidate, group_columns)
     # without groups, ids sorted together pair the runs (and prove each side's ids unique)

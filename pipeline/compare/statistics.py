@@ -34,6 +34,7 @@ import numpy as np
 
 from pipeline import stats
 from pipeline.errors import ConfigError
+from pipeline.machine import check_fits
 from pipeline.stats import Estimate
 
 DEFAULT_BAND = 0.01
@@ -84,19 +85,27 @@ class PairedTest:
     p_refined: np.ndarray | None = None
 
 
+# Bytes a comparison holds per resample at least: one compared measure's Poisson sums of
+# baseline and candidate, the weights' total and its randomization trial (float64 each, see
+# ScopeResamples), a part's share and the merged scope's alive at once.
+BYTES_PER_RESAMPLE = 2 * 8 * (2 + 1 + 1)
+
+
 def check_settings(*, n_bootstrap: int, confidence: float, band: float = 0.0,
                    max_missing: float = 0.0) -> None:
     """Validate comparison settings.
 
     Raises:
-        ConfigError: confidence outside (0, 1), n_bootstrap < 1, band < 0, or max_missing
-            outside [0, 1].
+        ConfigError: confidence outside (0, 1), n_bootstrap < 1 or more resamples than the
+            machine's memory holds (:data:`BYTES_PER_RESAMPLE` each), band < 0, or
+            max_missing outside [0, 1].
 
     """
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
     if n_bootstrap < 1:
         raise ConfigError(f"n_bootstrap must be at least 1, got {n_bootstrap}")
+    check_fits("n_bootstrap", n_bootstrap, bytes_each=BYTES_PER_RESAMPLE)
     if not band >= 0.0:
         raise ConfigError(f"band must be a non-negative score difference, got {band}")
     if not 0.0 <= max_missing <= 1.0:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,24 +30,35 @@ from pipeline.config import ScoreConfig
 from pipeline.engine.base import Runner
 from pipeline.engine.faults import Faults, faults_from_env
 from pipeline.engine.plan import Plan
-from pipeline.engine.resume import completion_name, read_checks, read_completions, write_checks
+from pipeline.engine.resume import (
+    completion_name,
+    from_record,
+    read_checks,
+    read_completions,
+    write_checks,
+)
 from pipeline.engine.tasks import (
     PartitionCheck,
     PartitionResult,
     PartitionTask,
     Problems,
     ScoringSettings,
+    UnitScored,
     aggregate_resamples,
     aggregate_sums,
+    check_ids,
     check_partition,
     exchange_unit,
+    gather_partition,
     score_partition,
+    score_unit,
+    unit_names,
 )
 from pipeline.errors import InputError
 from pipeline.io.exchange import EXCHANGE_DIR, Exchange, exchange_name
 from pipeline.io.files import Location
 from pipeline.io.read import read_columns
-from pipeline.io.write import EXAMPLES_DIR, OutputDir
+from pipeline.io.write import EXAMPLES_DIR, OutputDir, read_json
 from pipeline.signature import Signature
 
 # Above this many (file, group) pairs, the aggregate reads the examples' values into the
@@ -167,10 +179,21 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     todo = [b for b in range(n) if b not in done]
     exchange = Exchange(output.staging.uri, n, len(plan.prediction_units),
                         len(plan.reference_units))
-    units_run = (_split(plan, runner, output, exchange)
-                 if checks_saved is None or todo else 0)
+    inline = plan.spec.layout == "inline"
+    units: list[UnitScored] = []
+    if inline:  # nothing to join: each unit read, checked and scored where it lies
+        units, units_run = (_score_units(plan, config, runner, output, exchange)
+                            if checks_saved is None or todo else ([], 0))
+    else:
+        units_run = (_split(plan, runner, output, exchange)
+                     if checks_saved is None or todo else 0)
     t_split = time.perf_counter()
-    checks = _check(plan, runner, exchange, progress) if checks_saved is None else checks_saved
+    if checks_saved is not None:
+        checks = checks_saved
+    elif inline:
+        checks = _check_inline(plan, runner, exchange, units, progress)
+    else:
+        checks = _check(plan, runner, exchange, progress)
     skipped = Problems()
     for c in checks:
         skipped.merge(c.skipped)
@@ -186,7 +209,7 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     signature = config.signature(n_references=n_refs)
     t1 = time.perf_counter()
     scored = _score(plan, config, runner, output, exchange, todo, run_id=run_id,
-                    signature=str(signature), faults=faults, progress=progress)
+                    signature=str(signature), faults=faults, progress=progress, units=units)
     done.update((p.index, p) for p in scored)
     parts = [done[b] for b in range(n)]
     too_long = Problems()
@@ -201,9 +224,11 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     n_units = len(plan.prediction_units) + len(plan.reference_units)
     return Execution(
         signature=signature, n_references=n_refs, checks=checks, parts=parts,
-        seconds={"read_check": t1 - t0, "split": t_split - t0, "score": t2 - t1},
+        seconds={"read_check": t1 - t0, ("units" if inline else "split"): t_split - t0,
+                 "score": t2 - t1},
         task_seconds={"check": 0.0 if checked_before else sum(c.seconds for c in checks),
-                      "score": sum(p.seconds for p in scored)},
+                      "score": sum(p.seconds for p in scored),
+                      **({"units": sum(u.seconds for u in units)} if inline else {})},
         stages={"split": {"units_run": units_run, "units_reused": n_units - units_run},
                 "check": {"partitions_run": 0 if checked_before else n,
                           "partitions_reused": n if checked_before else 0},
@@ -241,10 +266,106 @@ def _check(plan: Plan, runner: Runner, exchange: Exchange,
     return checks
 
 
+def _unit_record(output: OutputDir, index: int, n: int, present: set[str]
+                 ) -> UnitScored | None:
+    """A unit scored by an interrupted run (its record and files are there), or None."""
+    ids_name, rows_name, record_name = unit_names(index)
+    if ids_name not in present or record_name not in present:
+        return None
+    data = read_json(output.control(record_name))
+    if not isinstance(data, dict) or data.get("index") != index:
+        return None
+    checks = [from_record(PartitionCheck, d) for d in data.get("checks") or []]
+    parts = [from_record(PartitionResult, d) for d in data.get("parts") or []]
+    if len(checks) != n or len(parts) != n or any(c is None for c in checks) \
+            or any(p is None for p in parts):
+        return None
+    unit = UnitScored(index, typing.cast(list[PartitionCheck], checks),
+                      typing.cast(list[PartitionResult], parts), 0.0)
+    if rows_name not in present and not any(c.problems.counts for c in unit.checks):
+        return None
+    return unit
+
+
+def _score_units(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
+                 exchange: Exchange) -> tuple[list[UnitScored], int]:
+    """Unit stage (inline layout): every unit read, checked and scored, or reused.
+
+    Returns:
+        Every unit's result in unit order (reused ones with ``seconds`` 0), and the units run.
+
+    """
+    present = _present(output)
+    n = plan.n_partitions
+    units: dict[int, UnitScored] = {}
+    for u in plan.prediction_units:
+        record = _unit_record(output, u.index, n, present)
+        if record is not None:
+            units[u.index] = record
+    missing = [u for u in plan.prediction_units if u.index not in units]
+    settings = scoring_settings(config)
+    ran = _collect(runner, [runner.submit(score_unit, plan.spec, settings, u, exchange)
+                            for u in missing], "units", None)
+    units.update((r.index, r) for r in ran)
+    return [units[u.index] for u in plan.prediction_units], len(missing)
+
+
+def _check_inline(plan: Plan, runner: Runner, exchange: Exchange, units: list[UnitScored],
+                  progress: Progress | None) -> list[PartitionCheck]:
+    """Check stage (inline layout): ids unique across units, plus the units' own checks.
+
+    Each partition's task reads its ids only; the units' checks of the partition are added
+    in unit order, so the problems are counted and named as :func:`_check` does.
+
+    Raises:
+        InputError: the problems of every partition, counted in all (5 ids each at most).
+
+    """
+    checks: list[PartitionCheck] = _collect(
+        runner, [runner.submit(check_ids, plan.spec, b, exchange)
+                 for b in range(plan.n_partitions)], "check", progress)
+    problems = Problems()
+    for check in checks:
+        for unit in units:
+            part = unit.checks[check.index]
+            if part.n_examples:
+                lo, hi = part.min_references, part.max_references
+                if check.n_examples:
+                    lo, hi = min(lo, check.min_references), max(hi, check.max_references)
+                check.min_references, check.max_references = lo, hi
+                check.n_examples += part.n_examples
+            check.problems.merge(part.problems)
+            check.skipped.merge(part.skipped)
+        problems.merge(check.problems)
+    err = problems.error()
+    if err is not None:
+        raise err
+    return checks
+
+
+def _unit_parts(units: list[UnitScored], index: int) -> PartitionResult:
+    """The units' counts of partition ``index``, added up in unit order."""
+    total = PartitionResult(index, None, 0, 0, 0, 0.0)
+    for unit in units:
+        part = unit.parts[index]
+        total.num_rows += part.num_rows
+        total.n_null_predictions += part.n_null_predictions
+        total.n_truncated += part.n_truncated
+        for key, value in part.counts.items():
+            total.counts[key] = total.counts.get(key, 0) + value
+        total.problems.merge(part.problems)
+    return total
+
+
 def _score(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
            exchange: Exchange, todo: list[int], *, run_id: str, signature: str,
-           faults: Faults | None, progress: Progress | None) -> list[PartitionResult]:
-    """Score stage: the partitions in ``todo`` scored and written, in ``todo`` order."""
+           faults: Faults | None, progress: Progress | None,
+           units: list[UnitScored] | None = None) -> list[PartitionResult]:
+    """Score stage: the partitions in ``todo`` scored and written, in ``todo`` order.
+
+    With ``units`` (the inline layout, scored unit by unit), each partition's scored rows
+    are gathered from the units' files and written (:func:`gather_partition`).
+    """
     examples = output.staged(EXAMPLES_DIR)
     tasks = [PartitionTask(
         index=b, part_uri=examples.child(plan.part_name(b)).uri,
@@ -257,6 +378,9 @@ def _score(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
         if progress is not None:
             progress(stage, already + k, n)
 
+    if units:
+        return _collect(runner, [runner.submit(gather_partition, t, _unit_parts(units, t.index))
+                                 for t in tasks], "score", score_progress)
     settings = scoring_settings(config)
     return _collect(runner, [runner.submit(score_partition, plan.spec, settings, t)
                              for t in tasks], "score", score_progress)

@@ -114,8 +114,9 @@ def _counts(plan: Plan, ran: Execution, parts: list[PartitionResult]) -> dict[st
         "missing_predictions_scored_zero": sum(p.n_missing_predictions for p in ran.parts),
         "truncated_examples": sum(p.n_truncated for p in ran.parts),
         "null_predictions": sum(p.n_null_predictions for p in ran.parts),
-        **{note.key: sum(p.counts.get(note.key, 0) for p in ran.parts)
-           for note in data_notes()},
+        **{note.key: total for note in data_notes()
+           if (total := sum(p.counts.get(note.key, 0) for p in ran.parts))
+           or not note.omit_zero},
         "n_references": ran.n_references,
         "partitions": plan.n_partitions,
         "prediction_units": len(plan.prediction_units),

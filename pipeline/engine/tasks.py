@@ -37,7 +37,7 @@ from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
 from pipeline.errors import InputError
-from pipeline.io.exchange import SLICE_ROWS, Exchange, PiecesWriter, read_piece
+from pipeline.io.exchange import SLICE_ROWS, Exchange, PiecesWriter, exchange_name, read_piece
 from pipeline.io.files import locate
 from pipeline.io.partition import partition_of, split_by_partition
 from pipeline.io.read import iter_row_groups, read_row_groups
@@ -389,22 +389,21 @@ def _concat(pieces: Sequence[pa.Table]) -> pa.Table:
     return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
 
 
-def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence[pa.Table]
-          ) -> Joined:
+def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence[pa.Table],
+          *, unique_ids: bool = True) -> Joined:
     """Gather one partition: predictions in input order, each with its list of references.
 
     Ids on one side only and empty reference lists are problems, or are left out (counted
     in ``skipped``) or, for reference ids without a prediction and ``on_missing="zero"``,
-    appended as rows with a null prediction, as ``spec`` says.
+    appended as rows with a null prediction, as ``spec`` says. ``unique_ids=False`` leaves
+    out the duplicate prediction id check (the caller checks ids across units).
     """
     problems, skipped = Problems(), Problems()
     missing_kind = problems if spec.on_missing == "error" else skipped
     preds = _concat(pred_pieces).combine_chunks()
     ids = preds.column(spec.id_column)
-    counts = pc.value_counts(ids)
-    dup = counts.filter(pc.greater(counts.field("counts"), 1))
-    if len(dup):
-        problems.add("duplicate_prediction_id", dup.field("values"))
+    if unique_ids:
+        problems.add("duplicate_prediction_id", _duplicates(ids))
     list_type = pa.large_list(pa.large_string())
     missing = None
     n_added = 0
@@ -468,6 +467,12 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
         keep = pc.invert(drop)
         preds, refs = preds.filter(keep), refs.filter(keep)
     return Joined(preds, refs, problems, skipped, n_added)
+
+
+def _duplicates(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The ids that occur more than once, each once, in order of first occurrence."""
+    counts = pc.value_counts(ids)
+    return counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
 
 
 def _rows_without_prediction(preds: pa.Table, spec: InputSpec, ids: pa.Array) -> pa.Table:
@@ -535,6 +540,84 @@ def score_partition(spec: InputSpec, settings: ScoringSettings, task: PartitionT
     return score_joined(spec, settings, task, joined, started=start)
 
 
+@dataclass
+class ScoredRows:
+    """Examples scored by :func:`score_rows`, not yet written.
+
+    Attributes:
+        table: the examples file's columns but ``run_id``, in their order (id, ride-alongs,
+            text, score and statistic columns, ``truncated``, thresholds); one row per example.
+        truncated: bool (rows,), texts cut at ``max_tokens``.
+        counts: the families' data-note counts, by key.
+        n_null: null predictions (scored as empty texts).
+        long: texts over ``max_tokens`` with ``on_long_text="error"`` (then ``table`` is
+            still complete: the caller writes nothing).
+
+    """
+
+    table: pa.Table
+    truncated: np.ndarray
+    counts: dict[str, int]
+    n_null: int
+    long: Problems
+
+
+def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> ScoredRows:
+    """Score joined examples in batches of :data:`SCORE_BATCH_ROWS` (none written).
+
+    Zero examples give a table of zero rows with every column.
+
+    Args:
+        spec: the resolved inputs.
+        settings: scoring settings.
+        joined: the examples, each with its references (``joined.problems`` empty).
+
+    """
+    preds = joined.predictions
+    n = preds.num_rows
+    scorer = _scorer(settings)
+    texts = preds.column(spec.prediction_column).combine_chunks()
+    scored: list[pa.Table] = []
+    cut: list[np.ndarray] = []
+    counts: dict[str, int] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        # The scorer's data warnings become counts in the manifest, not worker log lines.
+        warnings.simplefilter("ignore", DataWarning)
+        read = settings.input_columns()
+        for lo in range(0, max(n, 1), SCORE_BATCH_ROWS):
+            batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
+                                       joined.references.slice(lo, SCORE_BATCH_ROWS),
+                                       columns={c: preds.column(c).slice(lo, SCORE_BATCH_ROWS)
+                                                for c in read} or None)
+            scored.append(batch.table)
+            cut.append(batch.truncated if batch.truncated is not None
+                       else np.zeros(batch.table.num_rows, dtype=bool))
+            for key, value in batch.counts.items():
+                counts[key] = counts.get(key, 0) + int(value)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    truncated = np.concatenate(cut)
+    long = Problems()
+    if settings.on_long_text == "error" and truncated.any():
+        long.add("long_text", preds.column(spec.id_column).filter(pa.array(truncated)))
+    scores = pa.concat_tables(scored).combine_chunks()
+    columns: list[pa.Array | pa.ChunkedArray] = [preds.column(spec.id_column)]
+    names = [spec.id_column]
+    for c in spec.carry_columns:
+        columns.append(preds.column(c))
+        names.append(c)
+    if spec.keep_text:
+        columns.append(texts)
+        names.append(TEXT_COLUMN)
+    columns += [*scores.columns, pa.array(truncated)]
+    names += [*scores.column_names, TRUNCATED_COLUMN]
+    for t in settings.thresholds:
+        columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
+        names.append(t.column)
+    return ScoredRows(pa.table(columns, names=names), truncated, counts, texts.null_count,
+                      long)
+
+
 def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask,
                  joined: Joined, *, started: float | None = None) -> PartitionResult:
     """Score and write one joined partition's examples, then its completion marker.
@@ -571,60 +654,34 @@ def score_joined(spec: InputSpec, settings: ScoringSettings, task: PartitionTask
             task.faults.before_write(index)
         return _completed(task, PartitionResult(index, None, 0, 0, 0,
                                                 time.perf_counter() - start))
-    scorer = _scorer(settings)
-    texts = preds.column(spec.prediction_column).combine_chunks()
-    scored: list[pa.Table] = []
-    cut: list[np.ndarray] = []
-    counts: dict[str, int] = {}
-    with warnings.catch_warnings(record=True) as caught:
-        # The scorer's data warnings become counts in the manifest, not worker log lines.
-        warnings.simplefilter("ignore", DataWarning)
-        for lo in range(0, n, SCORE_BATCH_ROWS):
-            batch = scorer.score_batch(texts.slice(lo, SCORE_BATCH_ROWS),
-                                       joined.references.slice(lo, SCORE_BATCH_ROWS))
-            scored.append(batch.table)
-            cut.append(batch.truncated if batch.truncated is not None
-                       else np.zeros(batch.table.num_rows, dtype=bool))
-            for key, value in batch.counts.items():
-                counts[key] = counts.get(key, 0) + int(value)
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    truncated = np.concatenate(cut)
+    rows = score_rows(spec, settings, joined)
     n_missing = joined.n_missing_predictions
-    if settings.on_long_text == "error" and truncated.any():
-        long = Problems()
-        long.add("long_text", preds.column(spec.id_column).filter(pa.array(truncated)))
+    if rows.long.counts:
         return PartitionResult(index, None, 0, 0, 0, time.perf_counter() - start,
-                               problems=long)
-    scores = pa.concat_tables(scored).combine_chunks()
-    columns: list[pa.Array | pa.ChunkedArray] = [
-        pa.repeat(pa.scalar(run_id, pa.string()), n),
-        preds.column(spec.id_column)]
-    names = [RUN_ID_COLUMN, spec.id_column]
-    for c in spec.carry_columns:
-        columns.append(preds.column(c))
-        names.append(c)
-    if spec.keep_text:
-        columns.append(texts)
-        names.append(TEXT_COLUMN)
-    columns += [*scores.columns, pa.array(truncated)]
-    names += [*scores.column_names, TRUNCATED_COLUMN]
-    for t in settings.thresholds:
-        columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
-        names.append(t.column)
-    table = pa.table(columns, names=names)
+                               problems=rows.long)
+    table = rows.table.add_column(0, RUN_ID_COLUMN, pa.repeat(pa.scalar(run_id, pa.string()), n))
+    return _write_part(task, table, PartitionResult(
+        index, None, n, 0, rows.n_null - n_missing, 0.0, n_truncated=int(rows.truncated.sum()),
+        n_missing_predictions=n_missing, counts=rows.counts), started=start)
+
+
+def _write_part(task: PartitionTask, table: pa.Table, result: PartitionResult, *,
+                started: float) -> PartitionResult:
+    """Write a partition's examples (``table``, >= 1 row), then its completion marker.
+
+    ``result`` gives the counts; its name, size, groups, seconds and place are filled in.
+    """
     if task.faults is not None:
-        task.faults.before_write(index)
+        task.faults.before_write(task.index)
     loc = locate(task.part_uri)
-    size = write_parquet(table, loc, metadata={SIGNATURE_KEY: task.signature.encode(),
-                                                 RUN_ID_KEY: run_id.encode()})
-    n_groups = (table.select(list(task.group_by)).group_by(list(task.group_by),
-                                                            use_threads=False)
-                .aggregate([]).num_rows if task.group_by else 0)
-    return _completed(task, PartitionResult(
-        index, loc.path.rsplit("/", 1)[-1], n, size, texts.null_count - n_missing,
-        time.perf_counter() - start, n_truncated=int(truncated.sum()),
-        n_missing_predictions=n_missing, n_groups=n_groups, counts=counts))
+    result.size_bytes = write_parquet(table, loc, metadata={
+        SIGNATURE_KEY: task.signature.encode(), RUN_ID_KEY: task.run_id.encode()})
+    result.name = loc.path.rsplit("/", 1)[-1]
+    result.n_groups = (table.select(list(task.group_by)).group_by(list(task.group_by),
+                                                                   use_threads=False)
+                       .aggregate([]).num_rows if task.group_by else 0)
+    result.seconds = time.perf_counter() - started
+    return _completed(task, result)
 
 
 def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
@@ -633,6 +690,189 @@ def _completed(task: PartitionTask, result: PartitionResult) -> PartitionResult:
     if task.marker_uri is not None:
         write_json(dataclasses.asdict(result), locate(task.marker_uri))
     return result
+
+
+# The inline layout (references in the predictions' rows): nothing to join, so each unit is
+# read, checked and scored where it lies (score_unit); only its scored rows (numbers, ids,
+# ride-alongs) and its ids go through exchange files, and a partition's task gathers them
+# (gather_partition) into the same examples file the joined layouts write.
+
+
+def unit_names(index: int) -> tuple[str, str, str]:
+    """A scored unit's files in the staging directory: its ids, its scored rows, its record.
+
+    ``exchange/ids-00003.arrow``, ``exchange/scored-00003.arrow``, ``exchange/scored-00003.json``.
+    """
+    rows = exchange_name("scored", index)
+    return exchange_name("ids", index), rows, rows.removesuffix(".arrow") + ".json"
+
+
+@dataclass
+class UnitScored:
+    """Result of :func:`score_unit`: one unit's share of every partition.
+
+    Attributes:
+        index: the unit.
+        checks: per partition, in order: the unit's rows of it checked (examples, reference
+            counts, problems but duplicate ids, which :func:`check_ids` finds across units,
+            and skipped examples); ``seconds`` 0.
+        parts: per partition, in order: the unit's scored rows of it (``num_rows``,
+            ``n_null_predictions``, ``n_truncated``, ``counts``, and ``problems``: texts over
+            ``max_tokens`` with ``on_long_text="error"``); no file name or size.
+        seconds: time spent in the task.
+
+    """
+
+    index: int
+    checks: list[PartitionCheck]
+    parts: list[PartitionResult]
+    seconds: float
+
+
+def _add_check(check: PartitionCheck, joined: Joined) -> None:
+    """Add one piece's examples, reference counts, problems and skips to ``check``."""
+    lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
+    if len(lengths):
+        lo, hi = int(lengths.min()), int(lengths.max())
+        if check.n_examples:
+            lo, hi = min(lo, check.min_references), max(hi, check.max_references)
+        check.min_references, check.max_references = lo, hi
+        check.n_examples += len(lengths)
+    check.problems.merge(joined.problems)
+    check.skipped.merge(joined.skipped)
+
+
+@small_result
+def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange: Exchange
+               ) -> UnitScored:
+    """Read, check and score one unit of the inline layout, split by partition.
+
+    In slices of at most :data:`~pipeline.io.exchange.SLICE_ROWS` rows: each slice is
+    checked and split by partition (hash of the id); its ids go to the unit's ids file and
+    each partition's rows are scored as :func:`score_partition` scores them and go to the
+    unit's scored file (:func:`unit_names`; batch ``s * n_partitions + b``, as
+    :class:`~pipeline.io.exchange.PiecesWriter` writes). Once a slice has a problem, nothing
+    more is scored (the run stops at the check) and no scored file is written; every slice
+    is still checked, so the counts are complete. The result is also written to the unit's
+    record (JSON, last): a rerun reuses a unit whose record and files are there.
+
+    Args:
+        spec: the resolved inputs (layout ``inline``).
+        settings: scoring settings.
+        unit: the row groups to read.
+        exchange: where the unit's files go, and how many partitions there are.
+
+    Raises:
+        InputError: as :func:`read_unit` (the same message: the unit is then read whole).
+        ExecutionError: the storage refused a write (transient: Ray retries it).
+
+    """
+    start = time.perf_counter()
+    n = exchange.n_partitions
+    ids_name, rows_name, record_name = unit_names(unit.index)
+    base = exchange.uri.rstrip("/")
+    ids_writer = PiecesWriter(locate(f"{base}/{ids_name}"), n)
+    rows_writer: PiecesWriter | None = PiecesWriter(locate(f"{base}/{rows_name}"), n)
+    checks = [PartitionCheck(b, 0, 0, 0, Problems(), 0.0) for b in range(n)]
+    parts = [PartitionResult(b, None, 0, 0, 0, 0.0) for b in range(n)]
+    try:
+        for raw in iter_row_groups(unit.uri, unit.row_groups, spec.prediction_read_columns,
+                                   slice_rows=SLICE_ROWS, size_bytes=unit.size_bytes,
+                                   mtime_ns=unit.mtime_ns, what=unit.side):
+            table = _checked(spec, unit, raw)
+            pieces = [table] if n == 1 else split_by_partition(
+                table, partition_of(table.column(spec.id_column), n), n)
+            ids_writer.write([p.select([spec.id_column]) for p in pieces])
+            joined = [_join(spec, [p], [], unique_ids=False) for p in pieces]
+            for check, j in zip(checks, joined, strict=True):
+                _add_check(check, j)
+            if rows_writer is not None and any(j.problems.counts for j in joined):
+                rows_writer.abort()
+                rows_writer = None
+            if rows_writer is None:
+                continue
+            scored = [score_rows(spec, settings, j) for j in joined]
+            rows_writer.write([r.table for r in scored])
+            for part, r in zip(parts, scored, strict=True):
+                part.num_rows += r.table.num_rows
+                part.n_null_predictions += r.n_null
+                part.n_truncated += int(r.truncated.sum())
+                for key, value in r.counts.items():
+                    part.counts[key] = part.counts.get(key, 0) + value
+                part.problems.merge(r.long)
+        ids_writer.close()
+        if rows_writer is not None:
+            rows_writer.close()
+    except InputError:
+        ids_writer.abort()
+        if rows_writer is not None:
+            rows_writer.abort()
+        read_unit(spec, unit)  # the whole unit: the message names its counts and rows
+        raise
+    except BaseException:
+        ids_writer.abort()
+        if rows_writer is not None:
+            rows_writer.abort()
+        raise
+    result = UnitScored(unit.index, checks, parts, time.perf_counter() - start)
+    write_json(dataclasses.asdict(result), locate(f"{base}/{record_name}"))
+    return result
+
+
+@small_result
+def check_ids(spec: InputSpec, index: int, exchange: Exchange) -> PartitionCheck:
+    """Find one partition's duplicate prediction ids across every unit (inline layout).
+
+    Reads the id column of the units' ids files (:func:`score_unit`) only.
+
+    Returns:
+        The partition's check with its duplicate ids as ``problems`` (in input order, as
+        :func:`check_partition` reports them) and no examples: the units' checks add those.
+
+    """
+    start = time.perf_counter()
+    n = exchange.n_partitions
+    base = exchange.uri.rstrip("/")
+    pieces = [read_piece(locate(f"{base}/{unit_names(u)[0]}"), index, n, [spec.id_column])
+              for u in range(exchange.n_prediction_units)]
+    problems = Problems()
+    problems.add("duplicate_prediction_id",
+                 _duplicates(_concat(pieces).column(spec.id_column).combine_chunks()))
+    return PartitionCheck(index, 0, 0, 0, problems, time.perf_counter() - start)
+
+
+@small_result
+def gather_partition(task: PartitionTask, result: PartitionResult) -> PartitionResult:
+    """Gather one partition's scored rows from every unit and write its examples file.
+
+    The rows come in unit order, each unit's in input order: the order, and so the file,
+    :func:`score_partition` writes for the same partition.
+
+    Args:
+        task: the partition, where the units' files are, where to write, how to label.
+        result: the units' counts of the partition, added up (see :class:`UnitScored`); with
+            ``problems`` (texts over ``max_tokens``), nothing is written and it is returned.
+
+    Raises:
+        ExecutionError: the storage refused a read or a write (transient: Ray retries it).
+
+    """
+    start = time.perf_counter()
+    if result.problems.counts:
+        return result
+    ex = task.exchange
+    base = ex.uri.rstrip("/")
+    table = _concat([read_piece(locate(f"{base}/{unit_names(u)[1]}"), task.index,
+                                ex.n_partitions) for u in range(ex.n_prediction_units)])
+    n = table.num_rows
+    if n == 0:
+        if task.faults is not None:
+            task.faults.before_write(task.index)
+        return _completed(task, PartitionResult(task.index, None, 0, 0, 0,
+                                                time.perf_counter() - start))
+    table = table.combine_chunks().add_column(
+        0, RUN_ID_COLUMN, pa.repeat(pa.scalar(task.run_id, pa.string()), n))
+    return _write_part(task, table, result, started=start)
 
 
 @small_result
@@ -657,5 +897,7 @@ def aggregate_resamples(uri: str, columns: Sequence[str], group_by: Sequence[str
 
 def warm_up(settings: ScoringSettings) -> int:
     """Build this worker's scorer and load its compiled kernels; returns the process id."""
-    _scorer(settings).score_batch(["warm up"], [["warm up"]])
+    # a per-row column the scoring reads gets a placeholder value (e.g. a language name)
+    _scorer(settings).score_batch(["warm up"], [["warm up"]],
+                                  columns={c: ["english"] for c in settings.input_columns()})
     return os.getpid()

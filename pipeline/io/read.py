@@ -17,6 +17,13 @@ inputs larger than memory, use Parquet). Columns and checks are those of Parquet
   (``"[""the cat sat"", ""a cat sat""]"``), see :func:`pipeline.io.schema.resolve_inputs`.
 - JSON Lines has JSON's types: numbers, strings, and real lists (``"references": ["a",
   "b"]``); an id column of numbers is an integer id.
+
+Text inputs are read defensively, in :func:`read_text_file` only: a JSON Lines file is
+scanned before pyarrow parses it, and a line whose arrays or objects nest deeper than
+:data:`MAX_JSON_DEPTH` is refused (pyarrow's reader recurses once per level while it infers
+types: 10,000 levels, 20 KB, killed the process with SIGSEGV); CSV is read in blocks of
+:data:`TEXT_BLOCK_BYTES`, so that a value up to that size is one cell, not a parse error; a
+column name given twice in a header or a schema is named as such.
 """
 
 from __future__ import annotations
@@ -28,17 +35,25 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, did_you_mean
 from pipeline.io.files import Location, locate
 
 # file name extension -> format (anything else is Parquet)
 TEXT_FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
-# pyarrow's JSON reader needs each line within one block (its default is 1 MiB)
-JSON_BLOCK_BYTES = 64 << 20
+# pyarrow's JSON and CSV readers need each line (JSON) or each row (CSV) within one block
+# (their default is 1 MiB): a 3 MB text in one cell was refused ("straddling object")
+TEXT_BLOCK_BYTES = 64 << 20
+JSON_BLOCK_BYTES = TEXT_BLOCK_BYTES
+# Arrays and objects nested deeper than this in a JSON Lines line are refused before pyarrow
+# parses the file (an input needs 2: an object holding a list of strings)
+MAX_JSON_DEPTH = 100
+# Bytes of a JSON Lines file scanned for nesting at a time (the scan's arrays are ~10x this)
+_SCAN_BYTES = 8 << 20
 CONVERT_HINT = ("rename a CSV or JSON Lines file so, or convert it, e.g. "
                 "pandas.read_csv(PATH).to_parquet('preds.parquet')")
 JSON_HINT = ('JSON Lines holds one object per line, e.g. {"id": "a", "prediction": "...", '
@@ -59,6 +74,132 @@ def input_format(path: str) -> str:
     return TEXT_FORMATS.get(posixpath.splitext(path)[1].lower(), "parquet")
 
 
+def missing_column(what: str, uri: str, column: str, names: Sequence[str]) -> InputError:
+    """The error for a column a file lacks, or has twice (one rule for every format).
+
+    Args:
+        what: the input's name (``predictions`` or ``references``).
+        uri: the file.
+        column: the column asked for.
+        names: the file's column names, in order.
+
+    Returns:
+        An :class:`InputError`: "has the column 'id' twice (columns 1 and 3)" when the name
+        is there more than once, else "has no column 'id'; its columns: ..." with a "did you
+        mean" hint when one is close.
+
+    """
+    where = [i for i, n in enumerate(names, 1) if n == column]
+    if len(where) > 1:
+        return InputError(f"{what}: {uri} has the column {column!r} twice (columns "
+                          f"{', '.join(map(str, where[:-1]))} and {where[-1]}), so it cannot "
+                          "tell which one to read", hint="rename or drop all but one")
+    return InputError(f"{what}: {uri} has no column {column!r}; its columns: "
+                      f"{', '.join(names)}", hint=did_you_mean(column, list(names)))
+
+
+def json_nesting_depth(line: bytes | memoryview, *, segment_bytes: int = 1 << 20,
+                       stop_above: int | None = None) -> int:
+    """The deepest nesting of arrays and objects in one JSON text, strings skipped.
+
+    Brackets inside strings are text, and a quote preceded by an odd run of backslashes
+    is inside its string. Nothing is parsed: an invalid line gets the depth its valid prefix
+    reaches at least (a parser stops at the first error). Vectorised over segments of
+    ``segment_bytes`` (the state between them: inside a string or not, the depth, the run
+    of backslashes at the end), so that memory stays a few tens of bytes per segment byte
+    however long the line.
+
+    Args:
+        line: the bytes of one JSON Lines line (UTF-8; bytes of other characters are never
+            ``"``, ``\\``, brackets or braces).
+        segment_bytes: bytes handled at a time, >= 1.
+        stop_above: return as soon as the depth passes this (None: scan it all).
+
+    Returns:
+        The depth, >= 0 (``{"a": [1]}``: 2); with ``stop_above``, a depth above it once one
+        is found (not necessarily the deepest).
+
+    """
+    inside, depth, deepest, run_in = 0, 0, 0, 0
+    for start in range(0, len(line), segment_bytes):
+        b = np.frombuffer(line, dtype=np.uint8, count=min(segment_bytes, len(line) - start),
+                          offset=start)
+        positions = np.arange(len(b), dtype=np.int64)
+        backslash = b == 0x5C
+        # the run of backslashes ending just before each byte (one carried in: a virtual
+        # last other byte before the segment)
+        last_other = np.maximum.accumulate(np.where(backslash, -1 - run_in, positions))
+        run = np.empty(len(b), dtype=np.int64)
+        run[0] = run_in
+        run[1:] = positions[:-1] - last_other[:-1]
+        run_in = int(len(b) - 1 - last_other[-1]) if backslash[-1] else 0
+        quote = (b == 0x22) & (run % 2 == 0)
+        parity = (np.cumsum(quote, dtype=np.int64) + inside) % 2  # a bracket is no quote
+        step = ((b == 0x5B) | (b == 0x7B)).astype(np.int64) - ((b == 0x5D) | (b == 0x7D))
+        step[parity == 1] = 0
+        levels = np.cumsum(step) + depth
+        deepest = max(deepest, int(levels.max()))
+        depth, inside = int(levels[-1]), int(parity[-1])
+        if stop_above is not None and deepest > stop_above:
+            break
+    return deepest
+
+
+def check_json_nesting(data: bytes, *, what: str, uri: str,
+                       max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a JSON Lines text with a line nested deeper than ``max_depth``.
+
+    Vectorised in two steps: lines with at most ``max_depth`` opening brackets (all of a
+    usual file) cannot nest deeper and are passed by a count; only the others are scanned
+    with strings skipped (:func:`json_nesting_depth`). Time about linear in the bytes,
+    memory a few times :data:`_SCAN_BYTES` (the scan goes through the text line-aligned
+    pieces at a time).
+
+    Args:
+        data: the whole file.
+        what: the input's name, for the message.
+        uri: the file, for the message.
+        max_depth: the deepest nesting allowed, >= 1.
+
+    Raises:
+        InputError: names the file, the line (1 = the first) and the limit.
+
+    """
+    start, line_no = 0, 1
+    while start < len(data):
+        end = min(len(data), start + _SCAN_BYTES)
+        if end < len(data):
+            cut = data.rfind(b"\n", start, end)
+            end = cut + 1 if cut >= 0 else (data.find(b"\n", end) + 1 or len(data))
+        n_lines = 0
+        if end - start > _SCAN_BYTES:  # one line longer than a piece: scanned in segments
+            spans = [(start, end)]
+            n_lines = 1
+        else:
+            piece = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+            openers = np.flatnonzero((piece == 0x5B) | (piece == 0x7B))
+            newlines = np.flatnonzero(piece == 0x0A)
+            spans = []
+            if len(openers) > max_depth:
+                per_line = np.bincount(np.searchsorted(newlines, openers),
+                                       minlength=len(newlines) + 1)
+                spans = [(start + (0 if i == 0 else int(newlines[i - 1]) + 1),
+                          start + (int(newlines[i]) if i < len(newlines) else len(piece)))
+                         for i in np.flatnonzero(per_line > max_depth)]
+            n_lines = len(newlines)
+        for first, last in spans:
+            if json_nesting_depth(memoryview(data)[first:last],
+                                  stop_above=max_depth) > max_depth:
+                line = line_no + data.count(b"\n", start, first)
+                raise InputError(
+                    f"{what}: {uri} line {line:,} has arrays or objects nested more than "
+                    f"{max_depth} levels deep, which are not read",
+                    hint="an input needs 2 levels: one object per line holding a list of "
+                         "reference strings")
+        line_no += n_lines
+        start = end
+
+
 def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = None
                    ) -> pa.Table:
     """Read a whole CSV or JSON Lines file with pyarrow's readers (see the module notes).
@@ -73,7 +214,8 @@ def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = 
 
     Raises:
         InputError: the file cannot be opened or parsed (names the file and, from pyarrow,
-            the row or column), or lacks one of ``columns``.
+            the row or column); a JSON Lines line nested deeper than :data:`MAX_JSON_DEPTH`
+            (names the line); a CSV header with a name twice; a missing one of ``columns``.
 
     """
     import pyarrow.csv as pacsv
@@ -83,21 +225,29 @@ def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = 
     try:
         if kind == "csv":
             parse = pacsv.ParseOptions(newlines_in_values=True)
+            read = pacsv.ReadOptions(block_size=TEXT_BLOCK_BYTES)
             with loc.fs.open_input_stream(loc.path) as fh:
-                names = pacsv.open_csv(fh, parse_options=parse).schema.names
+                names = pacsv.open_csv(fh, read_options=read, parse_options=parse).schema.names
+            twice = [n for i, n in enumerate(names) if n in names[:i]]
             missing = [c for c in columns or () if c not in names]
-            if missing:
-                raise InputError(f"{what}: {loc.uri} has no column {missing[0]!r}; its "
-                                 f"columns: {', '.join(names)}")
+            if twice or missing:
+                raise missing_column(what, loc.uri, (twice or missing)[0], names)
             convert = pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in names}, strings_can_be_null=False,
                 include_columns=list(columns) if columns is not None else None)
             with loc.fs.open_input_stream(loc.path) as fh:
-                table = pacsv.read_csv(fh, parse_options=parse, convert_options=convert)
+                table = pacsv.read_csv(fh, read_options=read, parse_options=parse,
+                                       convert_options=convert)
         else:
+            # read once, scanned, then parsed from memory: the bytes pyarrow parses are the
+            # bytes checked (a file rewritten between the two is not parsed unchecked)
             with loc.fs.open_input_stream(loc.path) as fh:
-                table = pajson.read_json(
-                    fh, read_options=pajson.ReadOptions(block_size=JSON_BLOCK_BYTES))
+                data = fh.read()
+            check_json_nesting(data, what=what, uri=loc.uri)
+            table = pajson.read_json(
+                pa.BufferReader(data),
+                read_options=pajson.ReadOptions(block_size=JSON_BLOCK_BYTES))
+            del data
     except (OSError, pa.ArrowException) as e:
         name = "CSV" if kind == "csv" else "JSON Lines"
         raise InputError(f"{what}: {loc.uri} is not a readable {name} file "
@@ -105,10 +255,9 @@ def read_text_file(loc: Location, *, what: str, columns: Sequence[str] | None = 
                          hint=None if kind == "csv" else JSON_HINT) from None
     if columns is None:
         return table
-    missing = [c for c in columns if c not in table.column_names]
+    missing = [c for c in columns if table.column_names.count(c) != 1]
     if missing:
-        raise InputError(f"{what}: {loc.uri} has no column {missing[0]!r}; its columns: "
-                         f"{', '.join(table.column_names)}")
+        raise missing_column(what, loc.uri, missing[0], table.column_names)
     return table.select(list(columns))
 
 

@@ -27,7 +27,6 @@ pyarrow's filesystems open (``s3://``, ``gs://``, ``file://``; others through fs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -42,6 +41,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import ExecutionError, InputError, OutputExistsError
+from pipeline.io.checksum import file_sha256
 from pipeline.io.manifest import check_manifest, input_files, read_manifest
 from pipeline.io.read import input_dataset
 from pipeline.io.schema import RUN_ID_KEY
@@ -53,7 +53,6 @@ EXAMPLES_DIR = "examples"
 SIGNATURE_KEY = b"overlap.signature"
 AGGREGATE_NAME = "aggregate.parquet"
 CHECKSUM_FIELD = "sha256"
-_HASH_CHUNK = 1 << 20
 TEXT_COLUMN = "prediction"
 COMPARE_PARQUET = "compare.parquet"
 COMPARE_JSON = "compare.json"
@@ -135,20 +134,6 @@ def _columns_setting(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(str(c) for c in value)
     return ()
-
-
-def file_sha256(fs: pafs.FileSystem, path: str) -> str:
-    """The SHA-256 of a file's bytes, hex (read in 1 MiB chunks).
-
-    Raises:
-        OSError: the file cannot be read.
-
-    """
-    digest = hashlib.sha256()
-    with fs.open_input_stream(path) as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _example_files(fs: pafs.FileSystem, root: str, path: str) -> list[str]:
@@ -327,6 +312,94 @@ def open_run(path: str) -> RunInfo:
                    n_examples=n_examples, checksums=checksums)
 
 
+@dataclass(frozen=True)
+class RunAggregate:
+    """A complete run's ``aggregate.parquet``, read and verified without its examples.
+
+    Attributes:
+        path: the directory as the user gave it.
+        manifest: the parsed ``manifest.json``.
+        signature: the run's signature (manifest ``signature``, else the aggregate's
+            Parquet metadata).
+        run_id: the manifest's ``run_id`` (None when absent).
+        group_columns: the group columns (manifest ``config.group_by``; default none).
+        table: the aggregate table, as written.
+
+    """
+
+    path: str
+    manifest: dict[str, Any] = field(repr=False)
+    signature: Signature
+    run_id: str | None
+    group_columns: tuple[str, ...]
+    table: pa.Table = field(repr=False)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The manifest's resolved config (empty when absent)."""
+        config = self.manifest.get("config")
+        return config if isinstance(config, dict) else {}
+
+
+def read_aggregate(path: str) -> RunAggregate:
+    """Read a complete run's ``aggregate.parquet``, verifying only what is read.
+
+    The nightly history and a pinned drift reference need a run's aggregate only: this
+    checks ``_SUCCESS``, the manifest (field types), and ``aggregate.parquet`` against the
+    manifest's entry (rows, size, SHA-256, the run id it was written by), and never lists,
+    reads or hashes ``examples/`` (a retention policy may have deleted it).
+
+    Args:
+        path: the run directory (local path or URI).
+
+    Returns:
+        A :class:`RunAggregate`.
+
+    Raises:
+        InputError: not a directory; no ``_SUCCESS``; a missing, unreadable or ill-typed
+            manifest; a missing or unreadable aggregate, or one with other rows, size or
+            checksum than the manifest records, or written by another run; no signature.
+
+    """
+    fs, root = filesystem(path)
+    try:
+        info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err}") from err
+    if info[0].type != pafs.FileType.Directory:
+        raise InputError(f"{path}: no such run directory")
+    if info[1].type != pafs.FileType.File:
+        raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker")
+    manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
+    check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
+    run_id = manifest.get("run_id")
+    listed = _listed_outputs(manifest, path)
+    name = posixpath.join(root, AGGREGATE_NAME)
+    meta = _verify_file(fs, name, shown=f"{path}/{AGGREGATE_NAME}", run_id=run_id,
+                        entry=None if listed is None else listed.get(AGGREGATE_NAME),
+                        checksums={}, rel=AGGREGATE_NAME)
+    try:
+        with fs.open_input_file(name) as fh:
+            table = pq.read_table(fh)
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read {path}/{AGGREGATE_NAME}: "
+                         f"{str(err).splitlines()[0]}") from err
+    text = manifest.get("signature") or (meta.metadata or {}).get(SIGNATURE_KEY, b"").decode(
+        "utf-8", "replace")
+    if not isinstance(text, str) or not text:
+        raise InputError(f"{path} has no signature (manifest key 'signature')")
+    try:
+        signature = Signature.parse(text)
+    except ValueError as err:
+        raise InputError(f"{path}: unreadable signature: {err}") from err
+    config = manifest.get("config")
+    config = config if isinstance(config, dict) else {}
+    group_columns = _columns_setting(config.get("group_by", manifest.get("group_by")))
+    return RunAggregate(path=path, manifest=manifest, signature=signature,
+                        run_id=None if run_id is None else str(run_id),
+                        group_columns=group_columns, table=table)
+
+
 def read_examples(run: RunInfo, *, columns: Sequence[str]) -> pd.DataFrame:
     """Read some columns of a run's examples (all files, in sorted file order).
 
@@ -376,6 +449,103 @@ def _texts_from(dataset: pads.Dataset, *, id_column: str, text_column: str,
     return [None if pd.isna(t) else str(t) for t in merged[text_column]]
 
 
+# Rows decoded at a time when scanning a row group for wanted ids: the text lookup's peak
+# is about this many texts (plus one row group's id column), whatever the row-group size.
+LOOKUP_BATCH_ROWS = 16_384
+
+
+def _texts_from_parquet(fs: pafs.FileSystem, paths: Sequence[str], *, id_column: str,
+                        text_column: str, key_columns: Sequence[str],
+                        keys: pd.DataFrame) -> list[str | None]:
+    """:func:`_texts_from` over Parquet files, reading only the row groups holding the ids.
+
+    Per file and row group: the row group is skipped when its ``id`` statistics (min/max)
+    rule out every wanted id; else its id column alone is read and tested; only a row group
+    holding a wanted id is read again with the text, in batches of
+    :data:`LOOKUP_BATCH_ROWS` rows, keeping the matching rows. Memory is about one row
+    group's id column and one batch of texts, not a row group of texts (measured:
+    scripts/bench_compare_texts.py, docs/compare.md "Where it runs"). Rows come in file
+    then row order, so the first of duplicate keys wins, as in :func:`_texts_from`.
+
+    Args:
+        fs: the files' filesystem.
+        paths: Parquet files on ``fs``, in order.
+        id_column: the id column.
+        text_column: the text column.
+        key_columns: the key columns of ``keys`` (id first).
+        keys: the wanted examples, one row each.
+
+    Returns:
+        The texts aligned with ``keys`` rows (None where not found).
+
+    Raises:
+        KeyError: the first file has no id or text column; several predictions per id.
+        OSError, pyarrow.ArrowException: a file cannot be read.
+
+    """
+    import pyarrow.compute as pc
+
+    wanted = pa.array(keys[id_column].tolist())
+    pieces: list[pa.Table] = []
+    match_on: list[str] | None = None
+    for path in paths:
+        with fs.open_input_file(path) as fh:
+            pf = pq.ParquetFile(fh, pre_buffer=False, buffer_size=1 << 20)
+            names = pf.schema_arrow.names
+            if match_on is None:
+                if id_column not in names or text_column not in names:
+                    raise KeyError(f"no {id_column!r} or {text_column!r} column")
+                match_on = [c for c in key_columns if c in names]
+            if id_column not in names or text_column not in names:
+                continue
+            id_type = pf.schema_arrow.field(id_column).type
+            try:
+                ids = wanted.cast(id_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+            leaf = [i for i in range(pf.metadata.num_columns)
+                    if pf.metadata.schema.column(i).path == id_column]
+            for g in range(pf.num_row_groups):
+                if leaf and not _may_hold(pf.metadata.row_group(g).column(leaf[0]), ids):
+                    continue
+                held = pf.read_row_group(g, columns=[id_column]).column(0)
+                if not pc.any(pc.is_in(held, value_set=ids)).as_py():
+                    continue
+                del held
+                columns = [*match_on, text_column] if text_column not in match_on \
+                    else list(match_on)
+                for batch in pf.iter_batches(batch_size=LOOKUP_BATCH_ROWS, row_groups=[g],
+                                             columns=columns):
+                    hit = pc.is_in(batch.column(batch.schema.get_field_index(id_column)),
+                                   value_set=ids)
+                    if pc.any(hit).as_py():
+                        pieces.append(pa.Table.from_batches([batch.filter(hit)]))
+    if match_on is None:
+        raise KeyError("no file to read")
+    columns = [*match_on, text_column]
+    if pieces:
+        found = pa.concat_tables(pieces, promote_options="permissive").select(columns) \
+            .to_pandas().drop_duplicates(match_on)
+    else:
+        found = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+    if found.duplicated([id_column]).any() and len(match_on) == 1:
+        raise KeyError("several predictions per id")
+    merged = keys[match_on].merge(found, on=match_on, how="left")
+    return [None if pd.isna(t) else str(t) for t in merged[text_column]]
+
+
+def _may_hold(column: Any, ids: pa.Array) -> bool:
+    """Tell whether a row group's column chunk may hold one of ``ids`` (its min/max say)."""
+    stats = column.statistics
+    if stats is None or not stats.has_min_max:
+        return True
+    try:
+        low, high = stats.min, stats.max
+        return any(v is not None and low <= v <= high for v in ids.to_pylist())
+    except TypeError:
+        return True
+
+
 def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None], str | None]:
     """Read the prediction texts of some examples, best effort (to read what moved).
 
@@ -395,9 +565,9 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
         return [], None
     key_columns = list(keys.columns)
     if run.has_text:
-        dataset = pads.dataset(list(run.files), format="parquet", filesystem=run.fs)
-        texts = _texts_from(dataset, id_column=run.id_column, text_column=TEXT_COLUMN,
-                            key_columns=key_columns, keys=keys)
+        texts = _texts_from_parquet(run.fs, list(run.files), id_column=run.id_column,
+                                    text_column=TEXT_COLUMN, key_columns=key_columns,
+                                    keys=keys)
         return texts, None
     files = input_files(run.manifest, "predictions")
     if not files:
@@ -415,9 +585,16 @@ def read_predictions(run: RunInfo, keys: pd.DataFrame) -> tuple[list[str | None]
                 return [None] * len(keys), (f"no prediction texts: the run did not keep them "
                                             f"and its input {path} {now} (changed since the "
                                             f"run; score with --keep-text)")
-        dataset = input_dataset(fs, inner, what="predictions")
-        texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
-                            key_columns=key_columns, keys=keys)
+        from pipeline.io.read import input_format
+
+        if all(input_format(p) == "parquet" for p in inner):
+            texts = _texts_from_parquet(fs, inner, id_column=run.id_column,
+                                        text_column=text_column, key_columns=key_columns,
+                                        keys=keys)
+        else:
+            dataset = input_dataset(fs, inner, what="predictions")
+            texts = _texts_from(dataset, id_column=run.id_column, text_column=text_column,
+                                key_columns=key_columns, keys=keys)
     except Exception as err:  # noqa: BLE001 - texts are a convenience; say why and go on
         return [None] * len(keys), (f"no prediction texts: the run did not keep them and its "
                                     f"inputs are not readable ({type(err).__name__}: {err})")
@@ -529,5 +706,6 @@ def write_comparison(output_dir: str, table: pa.Table, document: dict[str, Any]
     return parquet.path, json_file.path
 
 
-__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunInfo", "check_comparison_output", "filesystem",
-           "open_run", "read_examples", "read_predictions", "write_comparison"]
+__all__ = ["COMPARE_JSON", "COMPARE_PARQUET", "RunAggregate", "RunInfo",
+           "check_comparison_output", "filesystem", "open_run", "read_aggregate",
+           "read_examples", "read_predictions", "write_comparison"]

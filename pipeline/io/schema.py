@@ -26,13 +26,13 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.errors import ConfigError, InputError, did_you_mean
-from pipeline.io.read import InputFile, input_format
+from pipeline.errors import ConfigError, InputError
+from pipeline.io.read import InputFile, input_format, missing_column
 
 LAYOUTS = ("inline", "list", "rows")
 SIGNATURE_KEY = b"overlap.signature"
@@ -183,11 +183,8 @@ def _column_type(files: Sequence[InputFile], column: str, *, what: str,
     first: tuple[str, pa.DataType] | None = None
     for f in files:
         idx = f.schema.get_field_index(column)
-        if idx < 0:
-            names = list(f.schema.names)
-            hint = did_you_mean(column, names)
-            raise InputError(f"{what}: {f.uri} has no column {column!r}; its columns: "
-                             f"{', '.join(names)}", hint=hint)
+        if idx < 0:  # absent, or there twice
+            raise missing_column(what, f.uri, column, list(f.schema.names))
         t = f.schema.field(idx).type
         if first is None:
             first = (f.uri, t)
@@ -280,6 +277,10 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
 
     carry = tuple(config.group_by) + tuple(c for c in config.keep_columns
                                            if c not in config.group_by)
+    # columns the scoring reads (--language column:COL) ride along to the examples too
+    scoring: Any = getattr(config, "scoring", None)
+    read = scoring.input_columns() if hasattr(scoring, "input_columns") else ()
+    carry += tuple(c for c in read if c not in carry)
     written = set(RESERVED_COLUMNS) | set(written_columns)
     for c in carry:
         if c in written or c in (id_col, pred_col, ref_col) \
@@ -332,7 +333,7 @@ def decode_reference_lists(column: pa.ChunkedArray | pa.Array, ids: pa.ChunkedAr
             continue
         try:
             value = json.loads(cell)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the stack
             value = None
         if not isinstance(value, list) or not all(v is None or isinstance(v, str)
                                                   for v in value):

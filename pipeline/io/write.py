@@ -34,6 +34,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError, ExecutionError, OutputExistsError
+from pipeline.io.checksum import file_sha256
 from pipeline.io.files import Location, locate
 from pipeline.io.lock import OutputLock
 from pipeline.io.schema import RUN_ID_KEY
@@ -236,8 +237,6 @@ def checksum(loc: Location) -> str:
         ExecutionError: the file cannot be read back.
 
     """
-    from pipeline.io.runs import file_sha256
-
     try:
         return file_sha256(loc.fs, loc.path)
     except OSError as e:

@@ -27,7 +27,7 @@ walks through a new family.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -115,6 +115,9 @@ class Option:
         choices: the allowed values of a str option (empty: any string).
         minimum: the smallest allowed value of an int or float option (None: no bound).
         kind: the value type when ``default`` is None (str, int or float).
+        omit_default: left out of a run's written config (``manifest.json``) while at its
+            default, so the outputs of runs that do not use an option added later stay
+            byte for byte as they were (reading the config back gives the default).
 
     """
 
@@ -124,6 +127,7 @@ class Option:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     kind: type | None = None
+    omit_default: bool = False
 
     @property
     def type(self) -> type:
@@ -197,12 +201,20 @@ class DataNote:
         message: the note, a :meth:`str.format` template over ``n`` (the count) and the
             run's config keys (e.g. ``{tokenizer}``).
         message_one: the note when ``n`` is 1, its words agreeing (default: ``message``).
+        loud: the count means scores of 0 that say nothing about the texts (e.g. non-Latin
+            text under a tokenizer that keeps only ``[a-z0-9]``): printed as a warning on
+            stderr as soon as the run is scored and first in the summary, not as a last
+            note.
+        omit_zero: left out of the manifest's ``counts`` while 0 (notes added after the
+            stored outputs of earlier runs, which stay byte for byte).
 
     """
 
     key: str
     message: str
     message_one: str | None = None
+    loud: bool = False
+    omit_zero: bool = False
 
     def text(self, n: int, config: Mapping[str, Any]) -> str:
         """The note for a count of ``n`` under a run's config (its manifest's ``config``)."""
@@ -260,12 +272,15 @@ class MetricFamily(Protocol):
     :func:`reference_lists`), so a family may read the texts' bytes without Python strings.
     Other families get Python lists, converted once per batch for all of them.
 
-    Optional method ``explain(prediction, references, metrics, options)``: why one example
-    scored what it did, as ``{metric: MetricExplanation}``
+    Optional attribute ``explainer``: the ``"module:function"`` path of the function that
+    explains why one example scored what it did, called as
+    ``function(prediction, references, metrics, options)`` and returning
+    ``{metric: MetricExplanation}``
     (:class:`pipeline.metrics.explanation.MetricExplanation`: the matched units per
     reference, and measures and statistics named and valued as the family's columns);
-    ``overlap explain`` and the report's marked words use it. A family without it is
-    scored but not explained.
+    ``overlap explain`` and the report's marked words use it (see :func:`explainer_of`). The
+    family names its explainer by path and never imports it: the explainer depends on the
+    family, not the other way round. A family without one is scored but not explained.
 
     """
 
@@ -339,6 +354,8 @@ class Family:
         notes: its data notes, in the order they are written and printed.
         trailing_signature_fields: signature fields written after ``seed`` rather than
             after ``metrics`` (where ROUGE's ``split`` and ``maxtok`` have always been).
+        explainer: ``"module:function"`` of its explanation (see :class:`MetricFamily`),
+            imported on first use; None when the family is not explained.
 
     """
 
@@ -349,6 +366,7 @@ class Family:
     presets: ClassVar[tuple[Preset, ...]] = ()
     notes: ClassVar[tuple[DataNote, ...]] = ()
     trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
+    explainer: ClassVar[str | None] = None
 
     def serves(self, metric: str) -> bool:
         """True when ``metric`` is one of this family's names (:attr:`pattern` or ``names``)."""
@@ -396,14 +414,84 @@ class Family:
         return {c: v for c, v in columns.items() if any(c.startswith(f"{m}_") for m in metrics)}
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def as_list(value: Any, *, name: str, what: str) -> list[Any]:
+    """``value`` as a Python list when it is a list of something (any iterable, Arrow).
+
+    Args:
+        value: the argument.
+        name: its name, for the message (``predictions``, ``references[3]``).
+        what: what it should hold, for the message.
+
+    Raises:
+        TypeError: a str or bytes (never split into characters), a dict (never taken as
+            its keys), or anything not iterable.
+
+    """
+    import pyarrow as pa
+
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        return value.to_pylist()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of {what}, not a {type(value).__name__} "
+                        f"({_short(value)})")
+    return list(value)
+
+
+def check_texts(texts: Sequence[Any], *, name: str) -> None:
+    """Check that every item is a text (``str``) or None.
+
+    Raises:
+        TypeError: names the first other item's position and type (``references[0][1]
+            must be a str (or None), got dict {...}``).
+
+    """
+    for i, t in enumerate(texts):
+        if t is not None and not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] must be a str (or None), got {type(t).__name__} "
+                            f"{_short(t)}")
+
+
+def explainer_of(family: MetricFamily) -> Callable[..., dict[str, Any]] | None:
+    """The function explaining ``family``'s metrics on one example, imported on first use.
+
+    Args:
+        family: a registered family; its optional ``explainer`` attribute is a
+            ``"module:function"`` path (see :class:`MetricFamily`).
+
+    Returns:
+        ``function(prediction, references, metrics, options) -> {metric: MetricExplanation}``,
+        or None when the family declares no explainer.
+
+    Raises:
+        ImportError: the declared module cannot be imported.
+        AttributeError: the module has no such function.
+
+    """
+    path = getattr(family, "explainer", None)
+    if path is None:
+        return None
+    import importlib
+
+    module, _, function = str(path).partition(":")
+    explain: Callable[..., dict[str, Any]] = getattr(importlib.import_module(module), function)
+    return explain
+
+
 def reference_lists(references: Any) -> list[list[str | None]]:
     """N lists of reference texts from a list of lists or an Arrow list<string> array.
 
-    A null list (Arrow) or None item becomes an empty list.
+    A null list (Arrow) or None item becomes an empty list. Python lists are checked item
+    by item (Arrow's types are checked by the readers).
 
     Raises:
-        TypeError: a bare string where a list of texts belongs (it would otherwise be
-            scored character by character).
+        TypeError: a bare string or a dict where a list of texts belongs (it would
+            otherwise be scored character by character, or as its keys); an item that is
+            a str, a dict or a number, or holds anything but texts (names its position).
 
     """
     import pyarrow as pa
@@ -418,23 +506,38 @@ def reference_lists(references: Any) -> list[list[str | None]]:
         return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
     if isinstance(references, str):
         raise TypeError("references must be a list of reference texts per prediction, not a str")
-    out = []
-    for i, r in enumerate(references):
+    out: list[list[str | None]] = []
+    for i, r in enumerate(as_list(references, name="references",
+                                  what="reference lists (one per prediction)")):
         if isinstance(r, str):
             raise TypeError("references must hold a list of reference texts per prediction; "
                             f"item {i} is a str")
-        out.append([] if r is None else list(r))
+        if r is None:
+            out.append([])
+            continue
+        try:
+            texts = as_list(r, name=f"references[{i}]", what="reference texts")
+        except TypeError:
+            raise TypeError(f"references[{i}] must be a reference text or a list of them, "
+                            f"got {type(r).__name__} {_short(r)}") from None
+        check_texts(texts, name=f"references[{i}]")
+        out.append(texts)
     return out
 
 
-def text_list(texts: Any) -> list[str | None]:
-    """N texts as a Python list, from a list or an Arrow string array."""
-    import pyarrow as pa
+def text_list(texts: Any, *, name: str = "predictions") -> list[str | None]:
+    """N texts as a Python list, from a list (any iterable) or an Arrow string array.
 
-    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        return texts.to_pylist()
-    return list(texts)
+    Raises:
+        TypeError: a bare str or a dict, or an item that is not a str or None (names its
+            position and type).
+
+    """
+    out = as_list(texts, name=name, what="texts (one per example)")
+    check_texts(out, name=name)
+    return out
 
 
 __all__ = ["CorpusScore", "DataNote", "DataWarning", "Family", "FamilyScores", "MetricFamily",
-           "MetricSpec", "Option", "Preset", "reference_lists", "text_list"]
+           "MetricSpec", "Option", "Preset", "as_list", "check_texts", "reference_lists",
+           "text_list"]

@@ -17,6 +17,7 @@ Techniques for Sentence-Level BLEU"; code: sacrebleu 2.x ``metrics/bleu.py``
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -25,7 +26,8 @@ import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics import floats
+from pipeline.metrics.base import DataNote, DataWarning, Family, FamilyScores, MetricSpec, Option
 from pipeline.metrics.hashing import (
     clear,
     extend_hash,
@@ -35,6 +37,7 @@ from pipeline.metrics.hashing import (
     take_at,
 )
 from pipeline.tokenizers.sacrebleu import MT_TOKENIZERS, check_tokenizer, tokenize_mt
+from pipeline.tokenizers.scripts import count_unsegmented
 
 MAX_ORDER = 4
 NAMES = ("bleu",)
@@ -200,8 +203,10 @@ def bleu_breakdown(stats: np.ndarray, *, smooth: str = "exp",
     correct = rows[:, 2:2 + MAX_ORDER].copy()
     total = rows[:, 2 + MAX_ORDER:].copy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        bp = np.where(sys_len < ref_len,
-                      np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+        short = (sys_len < ref_len) & (sys_len > 0)
+        bp = np.where(sys_len < ref_len, 0.0, 1.0)
+        # the C library's exp, as sacrebleu's math.exp, the same on every CPU (see floats)
+        bp[short] = floats.exp(1 - ref_len[short] / sys_len[short])
         ratio = np.where(ref_len > 0, sys_len / np.where(ref_len > 0, ref_len, 1.0), 0.0)
         precisions = np.zeros_like(correct)
         mteval = np.ones(len(rows))  # sacrebleu's smooth_mteval, per row
@@ -371,12 +376,31 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                                 effective_order=True)
 
 
+NOTES = (
+    DataNote("bleu_unsegmented_texts", "{n} texts are in a script written without spaces "
+             "(Chinese, Japanese, Thai...) that BLEU tokenizer {bleu_tokenize} does not split: "
+             "each run of it is one word, so BLEU is near 0 (--bleu-tokenize zh for Chinese, "
+             "char for the others)",
+             "{n} text is in a script written without spaces (Chinese, Japanese, Thai...) "
+             "that BLEU tokenizer {bleu_tokenize} does not split: each run of it is one word, "
+             "so BLEU is near 0 (--bleu-tokenize zh for Chinese, char for the others)",
+             loud=True, omit_zero=True),
+)
+
+
+class UnsegmentedTextWarning(DataWarning):
+    """Texts in a script written without spaces that the BLEU tokenizer does not split."""
+
+
 class BleuFamily(Family):
     """The ``bleu`` family; its options are :data:`OPTIONS` (``bleu_tokenize``...)."""
 
     name = "bleu"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.bleu_explain:explain_bleu"
     names = NAMES
     options = OPTIONS
+    notes = NOTES
 
     def _options(self, options: Mapping[str, Any]) -> tuple[str, str, float | None, bool]:
         tokenize = str(self.option(options, "bleu_tokenize"))
@@ -427,17 +451,13 @@ class BleuFamily(Family):
                                                       smooth_value=smooth_value,
                                                       effective_order=True),
                    **self.statistic_columns("bleu", STATISTICS, stats)}
-        return FamilyScores(self.columns_of(columns, metrics))
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: clipped n-grams per order, lengths, brevity penalty.
-
-        See :func:`pipeline.metrics.bleu_explain.explain_bleu`.
-        """
-        from pipeline.metrics.bleu_explain import explain_bleu
-
-        return explain_bleu(prediction, references, metrics, options)
+        unsegmented = 0 if tokenize == "char" else count_unsegmented(
+            [*predictions, *(t for r in references for t in r)], han_split=tokenize == "zh")
+        if unsegmented:
+            warnings.warn(NOTES[0].text(unsegmented, {"bleu_tokenize": tokenize}),
+                          UnsegmentedTextWarning, stacklevel=3)
+        return FamilyScores(self.columns_of(columns, metrics),
+                            counts={"bleu_unsegmented_texts": unsegmented})
 
 
 FAMILY = BleuFamily()

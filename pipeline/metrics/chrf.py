@@ -258,6 +258,8 @@ class Chrf(Family):
     """The ``chrf`` family: ``chrf`` (``CHRF()``) and ``chrfpp`` (``CHRF(word_order=2)``)."""
 
     name = "chrf"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.chrf_explain:explain_chrf"
     names = NAMES
     options = OPTIONS
 
@@ -292,16 +294,6 @@ class Chrf(Family):
             columns.update(self.statistic_columns(metric, statistics(metric), stats))
             columns[f"{metric}_reference_index"] = index
         return FamilyScores(columns)
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: character and word n-gram matches per order and reference.
-
-        See :func:`pipeline.metrics.chrf_explain.explain_chrf`.
-        """
-        from pipeline.metrics.chrf_explain import explain_chrf
-
-        return explain_chrf(prediction, references, metrics, options)
 
 
 FAMILY = Chrf()

@@ -1,12 +1,13 @@
 """What a family's explanation is made of: tokens with their place in the text, matched units.
 
-Every family that explains its scores (the optional ``explain`` of
+Every family that explains its scores (the optional ``explainer`` of
 :class:`~pipeline.metrics.base.MetricFamily`) returns one :class:`MetricExplanation` per
 metric: the scores and statistics under the names of the metric's spec (so that they compare
 key for key with the scorer's columns), one :class:`PairExplanation` per reference with the
 matched units, and the token lists the positions point into. The helpers here (clipped
-n-gram matches, character spans of tokens) are shared by the families' explainers; the
-definitions stay in the families' modules.
+n-gram matches, character spans of tokens, the union-LCS pairing of ROUGE-Lsum and the
+script's ROUGE-L) are shared by the families' explainers; the definitions stay in the
+families' modules.
 
 Pure core: texts and tokens in, dataclasses out.
 """
@@ -18,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 # A text line of the explanation: a label and the units it lists, e.g.
 # ("clipped 2-grams", ["the cat x1", ...]); the formatter wraps the items.
@@ -245,5 +248,41 @@ def one_range(tokens: Sequence[str]) -> list[tuple[int, int]]:
     return [(0, len(tokens))]
 
 
+def union_pairs(ref: Sequence[str], ref_sentences: Sequence[tuple[int, int]],
+                pred: Sequence[str], pred_sentences: Sequence[tuple[int, int]]) -> list[int]:
+    """Per reference position, the prediction position it pairs with in the union, or -1.
+
+    Each reference sentence's LCS with each prediction sentence in order (rouge-score's
+    backtrack, :func:`pipeline.metrics.rouge.explain.lcs_pairs`), the first prediction
+    sentence to take a position pairing it; computed by
+    :func:`pipeline.metrics.rouge.lcs.union_lcs_alignment` in one call. Shared by rougeLsum's
+    explanation and the ROUGE-1.5.5 script's ROUGE-L.
+
+    Args:
+        ref: reference tokens, length R.
+        ref_sentences: ``(start, end)`` token ranges of the reference's sentences.
+        pred: prediction tokens.
+        pred_sentences: ``(start, end)`` token ranges of the prediction's sentences.
+
+    Returns:
+        R prediction positions (``0 <= p < len(pred)``), -1 where the reference token is not
+        in the union.
+
+    """
+    if not ref:
+        return []
+    from pipeline.compiled import kernel
+
+    ids: dict[str, int] = {}
+    encoded = np.fromiter((ids.setdefault(t, len(ids)) for t in [*ref, *pred]),
+                          dtype=np.int32, count=len(ref) + len(pred))
+    bounds = [np.array(list(b), dtype=np.int64).reshape(-1, 2)
+              for b in (ref_sentences, pred_sentences)]
+    first = kernel("union_lcs_alignment")(encoded, len(ref), bounds[0], bounds[1],
+                                           max(len(ids), 1))
+    return [int(p) for p in first.tolist()]
+
+
 __all__ = ["Listing", "MetricExplanation", "PairExplanation", "Tokens", "char_spans",
-           "clipped_matches", "gram_items", "matched_positions", "ngrams", "one_range"]
+           "clipped_matches", "gram_items", "matched_positions", "ngrams", "one_range",
+           "union_pairs"]

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import re
 import string
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pipeline.compiled import kernel, lazy_njit
-from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option
+from pipeline.metrics.base import DataNote, DataWarning, Family, FamilyScores, MetricSpec, Option
+from pipeline.tokenizers.scripts import count_unsegmented
 
 NAMES = ("token_f1", "exact_match")
 OPTIONS: tuple[Option, ...] = ()
@@ -149,12 +151,31 @@ def squad_scores(predictions: Sequence[str | None],
     return columns
 
 
+NOTES = (
+    DataNote("squad_unsegmented_texts", "{n} texts are in a script written without spaces "
+             "(Chinese, Japanese, Thai...): token_f1 and exact_match compare white-space "
+             "separated words, so each run of it is one word and shares nothing with a "
+             "different one (score such texts with rouge1 --language LANG)",
+             "{n} text is in a script written without spaces (Chinese, Japanese, Thai...): "
+             "token_f1 and exact_match compare white-space separated words, so each run of "
+             "it is one word and shares nothing with a different one (score such texts with "
+             "rouge1 --language LANG)", loud=True, omit_zero=True),
+)
+
+
+class UnsegmentedTextWarning(DataWarning):
+    """Texts in a script written without spaces, which SQuAD's words do not split."""
+
+
 class Squad(Family):
     """The ``squad`` family: ``token_f1`` and ``exact_match`` (no options)."""
 
     name = "squad"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.squad_explain:explain_squad"
     names = NAMES
     options = OPTIONS
+    notes = NOTES
 
     def spec(self, metric: str, options: Mapping[str, Any]) -> MetricSpec:
         """``token_f1``: precision, recall, fmeasure and counts; ``exact_match``: score.
@@ -177,18 +198,17 @@ class Squad(Family):
     def score(self, predictions: Sequence[str | None],
               references: Sequence[Sequence[str | None]], metrics: Sequence[str],
               options: Mapping[str, Any]) -> FamilyScores:
-        """The columns of ``metrics`` (see :func:`squad_scores`); texts normalized once."""
-        return FamilyScores(self.columns_of(squad_scores(predictions, references), metrics))
+        """The columns of ``metrics`` (see :func:`squad_scores`); texts normalized once.
 
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: the normalized tokens and the shared multiset per reference.
-
-        See :func:`pipeline.metrics.squad_explain.explain_squad`.
+        Warns :class:`UnsegmentedTextWarning` (and counts ``squad_unsegmented_texts``) when
+        texts are in a script written without spaces.
         """
-        from pipeline.metrics.squad_explain import explain_squad
-
-        return explain_squad(prediction, references, metrics, options)
+        unsegmented = count_unsegmented([*predictions, *(t for r in references for t in r)])
+        if unsegmented:
+            warnings.warn(NOTES[0].text(unsegmented, {}), UnsegmentedTextWarning,
+                          stacklevel=3)
+        return FamilyScores(self.columns_of(squad_scores(predictions, references), metrics),
+                            counts={"squad_unsegmented_texts": unsegmented})
 
 
 FAMILY = Squad()

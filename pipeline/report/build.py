@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError
+from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.registry import data_notes
 from pipeline.report.html import (
     esc,
@@ -203,74 +203,85 @@ def _verdict_section(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def _trend_section(result: Any, doc: dict[str, Any]) -> list[str]:
-    """Per measure, the overall nightly values with tonight's band and the alarms marked."""
+TREND_GROUPS = ("alarmed", "all")
+
+
+def _trend_section(result: Any, doc: dict[str, Any], *,
+                   trend_groups: str = "alarmed") -> list[str]:
+    """Per measure, the nightly values with tonight's band and the alarms marked.
+
+    One panel per measure for the overall mean, then one per group that alarmed tonight
+    (``trend_groups="alarmed"``) or per group (``"all"``). Red marks: the nights whose
+    comparison (``ROOT/compare/run_date=D/run_id=ID/compare.json``) alarmed on that group
+    and measure (on the overall panel: on any group), and tonight's alarms. Nights of
+    tonight's date (earlier attempts of a retried night) are left out.
+    """
     history = result.history
     if history is None or not history.nights:
         return []
-    from pipeline.compare.history import History, Night, run_values
+    from pipeline.compare.bands import MIN_NIGHTS
+    from pipeline.compare.history import History, Night, run_date_of, run_values
 
-    overall = [r for r in doc["rows"] if r["group"] == "all"]
-    keys = pd.DataFrame([{"group": "all", "metric": r["metric"], "measure": r["measure"],
-                          "statistic": r["statistic"]} for r in overall])
+    today = run_date_of(result.candidate)
+    nights = [n for n in history.nights if today is None or n.run_date < today]
+    if not nights:
+        return []
+    history = History(history.source, tuple(nights), history.window, history.notes)
+    alarms = [a for a in doc.get("alarms") or [] if isinstance(a, dict)]
+    alarmed = {a.get("group") for a in alarms}
+    rows = [r for r in doc["rows"] if r["group"] == "all"]
+    rows += [r for r in doc["rows"] if r["group"] != "all"
+             and (trend_groups == "all" or r["group"] in alarmed)]
+    keys = pd.DataFrame([{"group": r["group"], "metric": r["metric"],
+                          "measure": r["measure"], "statistic": r["statistic"]}
+                         for r in rows])
     tonight = History("candidate", (Night("", "", "", run_values(result.candidate)),), 1)
     series = np.concatenate([history.series(keys), tonight.series(keys)], axis=1)
     dates = [n.run_date for n in history.nights] + ["tonight"]
-    past = _past_alarms(history)
+    past, unread = _past_alarms(history)
+
+    def kinds(found: list[dict[str, Any]], group: str, name: str) -> list[str]:
+        return [str(a.get("kind")) for a in found
+                if (group == "all" or a.get("group") == group)
+                and (a.get("metric") is None or f"{a.get('metric')}.{a.get('measure')}" == name)]
+
     out = ["<h2>Nightly trend</h2>", '<div class="hists">']
-    for k, r in enumerate(overall):
+    for k, r in enumerate(rows):
         name = f"{r['metric']}.{r['measure']}"
         marks = [(i, kind) for i, n in enumerate(history.nights)
-                 for kind in past.get((n.run_date, n.run_id), {}).get(name, [])]
-        marks += [(len(dates) - 1, a["kind"]) for a in doc.get("alarms") or []
-                  if a["group"] == "all" and f"{a['metric']}.{a['measure']}" == name]
-        level = r.get("drift_statistic")
+                 for kind in kinds(past.get((n.run_date, n.run_id), []), r["group"], name)[:1]]
+        marks += [(len(dates) - 1, kind) for kind in kinds(alarms, r["group"], name)[:1]]
         ref = None
-        if level is not None:
-            from pipeline.compare.bands import MIN_NIGHTS
-
+        if r.get("drift_statistic") is not None:
             first = series[k, :-1][np.isfinite(series[k, :-1])][:MIN_NIGHTS]
             ref = float(np.median(first)) if first.size else None
-        out.append(trend_svg(dates, series[k], label=f"{name}: {len(dates) - 1} nights and "
-                             f"tonight; band {r.get('band_source')} {num(r.get('band'), '.4g')}",
-                             band=r.get("band"), level=ref, alarms=marks))
+        where = "overall" if r["group"] == "all" else r["group"]
+        out.append(trend_svg(dates, series[k], label=f"{where} {name}: {len(dates) - 1} "
+                             f"nights and tonight; band {r.get('band_source')} "
+                             f"{num(r.get('band'), '.4g')}",
+                             band=r.get("band"), level=ref, alarms=marks,
+                             baseline=r.get("baseline_mean")))
     out.append('</div><p class="muted">Blue line: the mean of every night (from each run\'s '
-               "aggregate.parquet); grey box: tonight's band around the night before (a change "
-               "beyond it, and significant, alarms); dashed line: the drift chart's reference "
+               "aggregate.parquet), overall and for each group that alarmed tonight; grey "
+               "strip at tonight: the band around the baseline's value (a change beyond it, "
+               "and significant, alarms; cut at the chart's edge, marked by an arrow, when "
+               "wider than the nights' range); dashed line: the drift chart's reference "
                "level (the median of the window's first nights); red points: nights that "
-               "alarmed (C change, D drift, M missing; earlier nights from their "
-               "compare.json under ROOT/compare when present). A step is one jump out of the "
-               "box; a drift is a slope away from the dashed line; noise stays around it.</p>")
+               "alarmed (C change, D drift, M missing; on the overall chart, on any group; "
+               "earlier nights from their compare.json under ROOT/compare). A step is one "
+               "jump out of the strip; a drift is a slope away from the dashed line; noise "
+               "stays around it.</p>")
+    if unread:
+        out.append('<p class="muted">' + "<br>".join(esc(n) for n in unread) + "</p>")
     return out
 
 
-def _past_alarms(history: Any) -> dict[tuple[str, str], dict[str, list[str]]]:
-    """Alarms of earlier nights, from ``ROOT/compare/run_date=D/run_id=ID/compare.json``."""
-    import json
+def _past_alarms(history: Any) -> tuple[dict[tuple[str, str], list[dict[str, Any]]],
+                                       list[str]]:
+    """Alarms of earlier nights and notes on documents left out (see ``night_alarms``)."""
+    from pipeline.compare.history import night_alarms
 
-    from pipeline.io.runs import filesystem
-
-    out: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for n in history.nights:
-        path = f"{history.source.rstrip('/')}/compare/run_date={n.run_date}/run_id={n.run_id}"
-        try:
-            fs, where = filesystem(path)
-            with fs.open_input_stream(f"{where}/compare.json") as fh:
-                doc = json.loads(fh.read().decode("utf-8"))
-            alarms = doc.get("alarms") or []
-        except Exception:  # noqa: BLE001 - a missing or foreign file only leaves marks out
-            continue
-        marks: dict[str, list[str]] = {}
-        for a in alarms if isinstance(alarms, list) else []:
-            if isinstance(a, dict) and a.get("group") in ("all", None):
-                if a.get("kind") == "missing":
-                    for m in doc.get("settings", {}).get("measures", []):
-                        marks.setdefault(str(m), []).append("missing")
-                else:
-                    marks.setdefault(f"{a.get('metric')}.{a.get('measure')}", []).append(
-                        str(a.get("kind")))
-        out[(n.run_date, n.run_id)] = marks
-    return out
+    return night_alarms(history)
 
 
 def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
@@ -302,7 +313,8 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
     for r in picked:
         flags = ((["ALARM"] if r["alarm"] else []) + (["MISSING"] if r.get("missing") else [])
                  + (["DRIFT"] if r.get("drift") else []))
-        rows.append([r["group"], f"{r['metric']}.{r['measure']}", r["n_paired"],
+        group = esc(r["group"]).replace("=", "=<wbr>").replace(",", ",<wbr>")
+        rows.append([("html", group), f"{r['metric']}.{r['measure']}", r["n_paired"],
                      num(r["baseline_mean"]), num(r["candidate_mean"]),
                      num(r["delta"], "+.4f"),
                      f"[{num(r['ci_low'], '+.4f')}, {num(r['ci_high'], '+.4f')}]",
@@ -348,7 +360,8 @@ def _explain_pair(prediction: str | None, references: list[str | None], metric: 
     from pipeline.explanation import explain, run_settings
     from pipeline.metrics.registry import family_of
 
-    if prediction is None or not references or not hasattr(family_of(metric), "explain"):
+    explained = getattr(family_of(metric), "explainer", None) is not None
+    if prediction is None or not references or not explained:
         return None
     return explain(prediction, references, **{**run_settings(config), "metrics": (metric,)})
 
@@ -371,7 +384,7 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         refs, refs_note = {}, str(err)
     from pipeline.metrics.registry import family_of
 
-    marking = hasattr(family_of(metric), "explain")
+    marking = getattr(family_of(metric), "explainer", None) is not None
     legend = ('<p class="legend muted">Words matched under ' + esc(metric) + ': '
               '<mark class="base">by the baseline</mark><mark class="cand">by this run</mark>'
               '<mark>by both</mark> (predictions: their units matched in the reference shown; '
@@ -434,34 +447,44 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
 def comparison_options(document: dict[str, Any]) -> dict[str, Any]:
     """The options of :func:`pipeline.compare.compare_runs` a ``compare.json`` was made with.
 
-    Raises:
-        InputError: the document lacks its settings.
+    Args:
+        document: a document checked by :func:`pipeline.compare.document.check_document`.
 
     """
-    settings = document.get("settings")
-    if not isinstance(settings, dict):
-        raise InputError("the comparison document has no settings")
-    options: dict[str, Any] = {}
-    for key in ("confidence", "n_bootstrap", "seed", "max_missing", "adjust"):
-        if key in settings:
-            options[key] = settings[key]
-    if isinstance(settings.get("measures"), list):
-        options["measures"] = [str(m) for m in settings["measures"]]
-    if isinstance(settings.get("band_floors"), dict):
-        options["bands"] = {str(k): float(v) for k, v in settings["band_floors"].items()}
+    settings = document["settings"]
+    options: dict[str, Any] = {k: settings[k] for k in ("confidence", "n_bootstrap", "seed",
+                                                         "max_missing", "adjust")}
+    options["measures"] = list(settings["measures"])
+    if "band_floors" in settings:
+        options["bands"] = {k: float(v) for k, v in settings["band_floors"].items()}
     history = document.get("history")
-    if isinstance(history, dict) and isinstance(history.get("source"), str):
+    if history is not None:
         options["history"] = history["source"]
-        if isinstance(history.get("window"), int):
-            options["history_window"] = history["window"]
-        if isinstance(history.get("reference_run"), str):
+        options["history_window"] = history["window"]
+        if history.get("reference_run") is not None:
             options["reference_run"] = history["reference_run"]
     return options
 
 
+def _described(result: Any, baseline: str) -> Any:
+    """The facts of a comparison made again that its document must agree with."""
+    from pipeline.compare.document import DESCRIBED_FIELDS, Described
+
+    rows = result.comparison.rows
+    columns = [rows[c].tolist() for c in ("group", "metric", "measure", *DESCRIBED_FIELDS)]
+    made = Described(baseline, result.baseline.run_id, result.candidate.run_id)
+    for values in zip(*columns, strict=True):
+        made.rows[values[:3]] = {
+            k: None if isinstance(v, float) and not np.isfinite(v) else v
+            for k, v in zip(DESCRIBED_FIELDS, values[3:], strict=True)}
+    return made
+
+
 def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
                  comparison: str | None = None,
-                 compare_options: dict[str, Any] | None = None) -> str:
+                 compare_options: dict[str, Any] | None = None,
+                 trend_groups: str = "alarmed",
+                 agreement: str | None = None) -> str:
     """Build the HTML report of a run, compared with a baseline when given.
 
     The verdict comes first. With ``comparison`` (a ``compare.json`` of this run), its
@@ -469,7 +492,8 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
     confidence, resamples, seed, adjustment, history) are used to recompute the per-example
     deltas and the moved examples, so the report never disagrees with the comparison;
     otherwise ``compare_options`` are the comparison's options, as ``overlap compare``
-    takes them. With a history, a trend chart per measure.
+    takes them. With a history, a trend chart per measure: overall, and per group that
+    alarmed tonight (or per group: ``trend_groups="all"``).
 
     Args:
         run_dir: a complete ``overlap score`` output.
@@ -478,19 +502,27 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         top: how many moved examples to show (with a baseline), >= 0.
         comparison: a ``compare.json`` whose candidate is this run (path or URI).
         compare_options: options of :func:`pipeline.compare.compare_runs` (without one).
+        trend_groups: ``alarmed`` (the groups that alarmed tonight) or ``all``: the groups
+            whose trend is drawn beside the overall one.
+        agreement: an ``agreement.json`` of ``overlap agree``: its section (verdict, system
+            means against the human score, coefficients with intervals per subset).
 
     Returns:
         The HTML document (a str).
 
     Raises:
-        InputError: an incomplete or unreadable run or comparison; a comparison of
-            another run.
+        InputError: an incomplete or unreadable run or comparison; a comparison whose
+            fields break its schema (:mod:`pipeline.compare.document`), of another run, or
+            that does not describe these runs (another baseline, values that differ).
         SignatureMismatchError: runs scored with different settings.
+        ConfigError: an unknown ``trend_groups``.
 
     """
-    import json
-
+    from pipeline.compare.document import check_describes, load_document
     from pipeline.io.runs import filesystem, open_run
+
+    if trend_groups not in TREND_GROUPS:
+        raise ConfigError(f"trend groups {trend_groups!r}: use one of {', '.join(TREND_GROUPS)}")
 
     run = open_run(run_dir)
     saved: dict[str, Any] | None = None
@@ -499,17 +531,16 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         try:
             fs, where = filesystem(comparison)
             with fs.open_input_stream(where) as fh:
-                saved = json.loads(fh.read().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as err:
+                data = fh.read()
+        except OSError as err:
             raise InputError(f"cannot read the comparison {comparison}: {err}") from err
-        if not isinstance(saved, dict) or not isinstance(saved.get("candidate"), dict):
-            raise InputError(f"{comparison} is not a compare.json")
-        if saved["candidate"].get("run_id") != run.run_id:
-            raise InputError(f"{comparison} compares run {saved['candidate'].get('run_id')!r}, "
+        saved = load_document(data, source=comparison)
+        if saved["candidate"]["run_id"] != run.run_id:
+            raise InputError(f"{comparison} compares run {saved['candidate']['run_id']!r}, "
                              f"not this run ({run.run_id!r})")
         options = comparison_options(saved)
-        if baseline is None and isinstance(saved.get("baseline"), dict):
-            baseline = saved["baseline"].get("path")
+        if baseline is None:
+            baseline = saved["baseline"]["path"]
     agg = _aggregate(run)
     measures = _measures(agg)
     values = _values(run, measures)
@@ -523,11 +554,17 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
         from pipeline.compare import compare_runs
 
         result = compare_runs(baseline, run_dir, top=top, **options)
+        if saved is not None:
+            check_describes(saved, _described(result, baseline), source=str(comparison))
         doc = saved if saved is not None else result.to_document()
         body += _verdict_section(doc)
-        body += _trend_section(result, doc)
+        body += _trend_section(result, doc, trend_groups=trend_groups)
         tail += _compare_section(result, doc)
         tail += _examples_section(result, result.baseline, result.candidate)
+    if agreement is not None:
+        from pipeline.report.agreement import agreement_section, read_agreement
+
+        body += agreement_section(read_agreement(agreement))
     body += ["<h2>This run</h2>", *_run_section(run, agg, values), *tail]
     return page(f"overlap report: {run.run_id}", body)
 

@@ -42,8 +42,10 @@ th, td { border: 1px solid var(--line); padding: .25rem .55rem; text-align: righ
 th { background: #f3f5f8; } td { white-space: nowrap; }
 td small { color: var(--muted); }
 td.l, th.l { text-align: left; white-space: normal; }
+td.l:first-child { overflow-wrap: anywhere; min-width: 8rem; }
 tr.alarm td { background: var(--alarm-bg); }
 td.flag { color: var(--alarm); font-weight: 700; }
+td span.flag { white-space: normal; }
 .hists { display: flex; flex-wrap: wrap; gap: .8rem 1.2rem; }
 figure { margin: 0; } figcaption { font-size: 12.5px; color: var(--muted); }
 svg { display: block; }
@@ -265,18 +267,25 @@ def word_diff_html(pieces: Sequence[tuple[str, str]]) -> str:
 def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
               band: float | None = None, level: float | None = None,
               alarms: Sequence[tuple[int, str]] = (), width: int = 420,
-              height: int = 150) -> str:
+              height: int = 150, baseline: float | None = None) -> str:
     """The nightly values of one measure as a line, inline SVG in a ``<figure>``.
+
+    The vertical scale is the nights' values (and the drift level), never the band: a band
+    wider than the nights' range is cut at the chart's edge and marked with an arrow there,
+    so the line stays readable.
 
     Args:
         dates: the nights' dates, oldest first (the last one is tonight).
         values: each night's value (NaN: none; the line skips it).
         label: caption (escaped).
-        band: tonight's band: a shaded range ``previous night +/- band`` at tonight.
+        band: tonight's band, in the measure's units: a grey strip ``reference +/- band``
+            over tonight's step (from the night before to tonight).
         level: the drift chart's reference level (a dashed line), or None.
         alarms: ``(night index, kind)`` marked with a red point and the kind's initial.
         width: pixels.
         height: pixels (plot area plus a line of axis text).
+        baseline: the value tonight is compared with (the band's centre); None: the night
+            before's value.
 
     """
     v = np.asarray(values, dtype=np.float64)
@@ -286,11 +295,10 @@ def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
     if n == 0 or finite.size == 0:
         return (f"<figure><p class=\"muted\">no nights</p><figcaption>{esc(label)}"
                 "</figcaption></figure>")
-    lo, hi = float(finite.min()), float(finite.max())
-    prev = v[-2] if n >= 2 and np.isfinite(v[-2]) else None
-    extra = [x for x in ([prev - band, prev + band] if band and prev is not None else [])
-             + ([level] if level is not None and math.isfinite(level) else [])]
-    lo, hi = min([lo, *extra]), max([hi, *extra])
+    centre = baseline if baseline is not None and math.isfinite(baseline) else (
+        float(v[-2]) if n >= 2 and np.isfinite(v[-2]) else None)
+    extra = [x for x in (level, centre) if x is not None and math.isfinite(x)]
+    lo, hi = min([float(finite.min()), *extra]), max([float(finite.max()), *extra])
     pad = (hi - lo) * 0.08 or abs(hi) * 0.01 or 0.01
     lo, hi = lo - pad, hi + pad
 
@@ -301,11 +309,22 @@ def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
         return plot_h - (value - lo) / (hi - lo) * (plot_h - 4) - 2
 
     body = []
-    if band and prev is not None:
-        x0, x1 = x(n - 2), x(n - 1) + 6
-        body.append(f'<rect x="{x0:.1f}" y="{y(prev + band):.1f}" width="{x1 - x0:.1f}" '
-                    f'height="{y(prev - band) - y(prev + band):.1f}" fill="#d6dae0">'
-                    f"<title>band: previous night +/- {num(band, '.4g')}</title></rect>")
+    if band and centre is not None and math.isfinite(band):
+        top, bottom = min(centre + band, hi), max(centre - band, lo)
+        x0 = x(n - 2) if n >= 2 else x(n - 1) - 6
+        x1 = x(n - 1) + 6
+        body.append(f'<rect x="{x0:.1f}" y="{y(top):.1f}" width="{x1 - x0:.1f}" '
+                    f'height="{y(bottom) - y(top):.1f}" fill="#d6dae0">'
+                    f"<title>band: {num(centre, '.4g')} +/- {num(band, '.4g')}</title></rect>")
+        body.append(f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{y(centre):.1f}" '
+                    f'y2="{y(centre):.1f}" stroke="#5b6472" stroke-width="1"/>')
+        mid = (x0 + x1) / 2
+        for cut, edge, step in ((centre + band > hi, y(hi), 5), (centre - band < lo, y(lo),
+                                                                   -5)):
+            if cut:
+                body.append(f'<path d="M{mid - 4:.1f},{edge + step:.1f} L{mid:.1f},{edge:.1f} '
+                            f'L{mid + 4:.1f},{edge + step:.1f}" fill="none" stroke="#5b6472">'
+                            "<title>the band goes on beyond the chart</title></path>")
     if level is not None and math.isfinite(level):
         body.append(f'<line x1="0" x2="{width}" y1="{y(level):.1f}" y2="{y(level):.1f}" '
                     'stroke="#5b6472" stroke-dasharray="4 3"><title>drift reference level '
@@ -313,7 +332,9 @@ def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
     points = [f"{x(i):.1f},{y(float(val)):.1f}" for i, val in enumerate(v) if np.isfinite(val)]
     body.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="#3b6ea5" '
                 'stroke-width="1.5"/>')
-    marked = {i: kind for i, kind in alarms}
+    marked: dict[int, str] = {}
+    for i, kind in alarms:
+        marked.setdefault(i, kind)
     for i, val in enumerate(v):
         if not np.isfinite(val):
             continue
@@ -323,7 +344,9 @@ def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
                     f"<title>{esc(dates[i])}: {num(float(val), '.4f')}"
                     f"{' ALARM: ' + esc(marked[i]) if i in marked else ''}</title></circle>")
         if i in marked:
-            body.append(f'<text x="{x(i):.1f}" y="{y(float(val)) - 6:.1f}" font-size="10" '
+            above = y(float(val)) - 6
+            body.append(f'<text x="{x(i):.1f}" '
+                        f'y="{above if above > 10 else y(float(val)) + 14:.1f}" font-size="10" '
                         f'fill="#b3261e" text-anchor="middle">{esc(marked[i][:1].upper())}'
                         "</text>")
     axis = (f'<text x="0" y="{height - 3}" font-size="10" fill="#5b6472">{esc(dates[0])}</text>'

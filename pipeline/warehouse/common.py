@@ -105,6 +105,9 @@ class RunTables:
             signature, labels and the SHA-256 of every file of the run. Recorded with the
             rows in each table, so that another run published under the same run id (or
             the same run with other labels or date) is told apart from the same rows.
+        key_column: the column holding ``run_id`` in every table (``run_id``; a
+            comparison's rows are keyed by ``comparison_id``,
+            :mod:`pipeline.warehouse.comparisons`).
 
     """
 
@@ -114,6 +117,7 @@ class RunTables:
     labels: tuple[tuple[str, str], ...]
     tables: Mapping[str, pa.Table]
     fingerprint: str = ""
+    key_column: str = RUN_ID_COLUMN
 
     def rows(self, table: str) -> int:
         """Rows of the run in ``table``."""
@@ -128,7 +132,8 @@ class RunTables:
         """
         tables = {name: cast_for(t, fmt, what=name) for name, t in self.tables.items()}
         return RunTables(run_id=self.run_id, run_date=self.run_date, signature=self.signature,
-                         labels=self.labels, tables=tables, fingerprint=self.fingerprint)
+                         labels=self.labels, tables=tables, fingerprint=self.fingerprint,
+                         key_column=self.key_column)
 
 
 class RunConflictError(InputError):
@@ -454,7 +459,8 @@ def _fingerprint(run: Any, *, day: date, signature: str,
     import hashlib
     import posixpath
 
-    from pipeline.io.runs import AGGREGATE_NAME, file_sha256
+    from pipeline.io.checksum import file_sha256
+    from pipeline.io.runs import AGGREGATE_NAME
 
     sums = dict(run.checksums)
     try:

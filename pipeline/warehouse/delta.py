@@ -33,7 +33,6 @@ from pipeline.warehouse.common import (
     PARTITION_COLUMN,
     RUN_ID_COLUMN,
     RUN_ID_KEY,
-    TABLES,
     PublishedTable,
     RunTables,
     after_commit,
@@ -88,11 +87,11 @@ def _create(deltalake: Any, uri: str, schema: pa.Schema,
         return dt
 
 
-def _rows_of_run(dt: Any, run_id: str) -> int:
+def _rows_of_run(dt: Any, run_id: str, column: str = RUN_ID_COLUMN) -> int:
     import pyarrow.compute as pc
 
     data = dt.to_pyarrow_dataset()
-    return int(data.count_rows(filter=pc.field(RUN_ID_COLUMN) == run_id))
+    return int(data.count_rows(filter=pc.field(column) == run_id))
 
 
 def _found(dt: Any, run: RunTables, table: str, uri: str) -> PublishedTable:
@@ -111,7 +110,7 @@ def _found(dt: Any, run: RunTables, table: str, uri: str) -> PublishedTable:
         if commit.get(RUN_ID_KEY) == run.run_id:
             recorded = commit.get(FINGERPRINT_KEY)
             break
-    rows = _rows_of_run(dt, run.run_id)
+    rows = _rows_of_run(dt, run.run_id, run.key_column)
     where = f"Delta table {uri}"
     if recorded is not None and recorded != run.fingerprint:
         raise conflict(where, run, found="another fingerprint")
@@ -186,7 +185,7 @@ def check_delta(run: RunTables, root: str, *,
 
     """
     deltalake = _import_deltalake()
-    for name in TABLES:
+    for name in run.tables:
         uri = table_uri(root, name)
         try:
             dt = _open(deltalake, uri, storage_options)
@@ -207,6 +206,9 @@ def publish_delta(run: RunTables, root: str, *,
                   storage_options: dict[str, str] | None = None) -> list[PublishedTable]:
     """Append a run to the Delta tables ``root/examples`` and ``root/aggregates``.
 
+    (Or any tables ``run`` holds: a comparison's ``root/comparisons``,
+    :func:`pipeline.warehouse.comparisons.load_comparison`.)
+
     Creates the tables on first use (partitioned by ``run_date``); adds the run's new
     columns to an existing table. Idempotent per table: a table whose log already holds the
     run id as a transaction identifier is left alone when the commit that added it records
@@ -219,7 +221,7 @@ def publish_delta(run: RunTables, root: str, *,
         storage_options: delta-rs storage options (credentials, endpoints) for URIs.
 
     Returns:
-        One :class:`PublishedTable` per table, examples first.
+        One :class:`PublishedTable` per table of ``run``, in its order (examples first).
 
     Raises:
         SchemaChangeError: a column's type differs from the table's.
@@ -232,7 +234,7 @@ def publish_delta(run: RunTables, root: str, *,
     deltalake = _import_deltalake()
     run = run.for_format(FORMAT)
     out = []
-    for name in TABLES:
+    for name in run.tables:
         uri = table_uri(root, name)
         try:
             out.append(_publish_one(deltalake, uri, run, name, storage_options))

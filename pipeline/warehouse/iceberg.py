@@ -30,7 +30,6 @@ import pyarrow as pa
 from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
 from pipeline.warehouse.common import (
     PARTITION_COLUMN,
-    TABLES,
     PublishedTable,
     RunTables,
     after_commit,
@@ -331,7 +330,7 @@ def check_iceberg(run: RunTables, catalog: Any, *, namespace: str) -> None:
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
     levels = parse_namespace(namespace)
-    for name in TABLES:
+    for name in run.tables:
         ident = identifier(catalog, levels, name)
         shown = f"{namespace}.{name}"
         try:
@@ -354,6 +353,9 @@ def check_iceberg(run: RunTables, catalog: Any, *, namespace: str) -> None:
 def publish_iceberg(run: RunTables, catalog_uri: str | Any, *, namespace: str,
                     warehouse: str | None = None) -> list[PublishedTable]:
     """Append a run to the Iceberg tables ``namespace.examples`` and ``namespace.aggregates``.
+
+    (Or any tables ``run`` holds: a comparison's ``namespace.comparisons``,
+    :func:`pipeline.warehouse.comparisons.load_comparison`.)
 
     Creates the namespace and tables on first use (partitioned by ``run_date``); adds the
     run's new columns to an existing table in the same commit as its rows. Idempotent per
@@ -398,7 +400,7 @@ def publish_iceberg(run: RunTables, catalog_uri: str | Any, *, namespace: str,
                                  f"{type(err).__name__}: {err}") from err
     out = []
     try:
-        for name in TABLES:
+        for name in run.tables:
             shown = f"{namespace}.{name}"
             try:
                 out.append(_publish_one(catalog, identifier(catalog, levels, name), run, name,

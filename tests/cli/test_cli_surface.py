@@ -190,8 +190,8 @@ def test_every_command_names_its_metrics_option_metrics():
         for param in command.params:
             if any(o.startswith("--metric") for o in param.opts):
                 names[name] = param.opts[0]
-    assert names == {n: "--metrics" for n in ("compare", "explain", "report", "score",
-                                                 "signature")}
+    assert names == {n: "--metrics" for n in ("agree", "compare", "explain", "report",
+                                                 "score", "signature")}
 
 
 # ------------------------------------------------------------------------------- help
@@ -206,8 +206,8 @@ def test_overlap_help_reads_as_the_tour():
         assert step in out
 
 
-@pytest.mark.parametrize("command", ["compare", "explain", "nightly", "publish", "report",
-                                     "score", "signature"])
+@pytest.mark.parametrize("command", ["agree", "compare", "explain", "nightly", "publish",
+                                     "report", "score", "signature"])
 def test_every_command_shows_an_example(command):
     out = CliRunner().invoke(main, [command, "--help"], terminal_width=100).stdout
     assert f"overlap {command} " in out.split("Options:")[-1]  # in the epilog

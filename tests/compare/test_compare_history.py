@@ -325,7 +325,11 @@ def test_report_shows_the_comparisons_verdict_and_the_trend(tmp_path, suite):
     for a in doc["alarms"]:
         assert f"{a['kind']}: {a['group']}" in text
     assert text.count('class="verdict') == 1
-    assert "<h2>Nightly trend</h2>" in text and text.count("<polyline") == 2
+    # issue 24: a panel per measure overall, and per measure of each group that alarmed
+    alarmed = {a["group"] for a in doc["alarms"]}
+    panels = [r for r in doc["rows"] if r["group"] == "all" or r["group"] in alarmed]
+    assert "<h2>Nightly trend</h2>" in text and text.count("<polyline") == len(panels)
+    assert text.count("<figcaption>overall ") == 2
     assert "band: learned" in text or "band: floor" in text
     # the comparison of another run is refused
     with pytest.raises(Exception, match="not this run"):

@@ -21,24 +21,12 @@ PREDS = str(DATA / "predictions")
 REFS = str(DATA / "references.parquet")
 
 
-@pytest.mark.parametrize("inline", [False, True])
 def test_the_check_reads_ids_and_reference_counts_and_the_score_stage_the_rows(
-        tmp_path, monkeypatch, inline):
+        tmp_path, monkeypatch):
+    # (the inline layout reads no exchange of its inputs: tests/engine/test_inline_units.py)
     from pipeline.engine import tasks
 
     preds, refs = PREDS, REFS
-    if inline:  # the references as a list column of the predictions
-        import pyarrow as pa
-
-        p = pq.read_table(PREDS)
-        r = pq.read_table(REFS).group_by("id").aggregate([("reference", "list")])
-        lists = dict(zip(r.column("id").to_pylist(), r.column("reference_list").to_pylist(),
-                         strict=True))
-        p = p.append_column("references", pa.array([lists[i] for i in
-                                                    p.column("id").to_pylist()]))
-        (tmp_path / "inline").mkdir()
-        pq.write_table(p, tmp_path / "inline" / "part-0.parquet", row_group_size=600)
-        preds, refs = str(tmp_path / "inline"), None
     calls: list[tuple[str, int, tuple[str, ...] | None]] = []
     read_piece = tasks.read_piece
 
@@ -55,10 +43,9 @@ def test_the_check_reads_ids_and_reference_counts_and_the_score_stage_the_rows(
         "reference_units"]
     assert run.manifest["stages"]["split"] == {"units_run": n_units, "units_reused": 0}
     checks, scores = calls[:4 * n_units], calls[4 * n_units:]
-    want = ("id", "references") if inline else None
     for name, _, columns in checks:
         if name.startswith("predictions"):
-            assert columns == (want or ("id",))  # never the prediction text
+            assert columns == ("id",)  # never the prediction text
         else:  # the reference rows: ids, and which references are null (not their text)
             assert columns == ("id", "reference")
     assert [c[1] for c in checks] == [b for b in range(4) for _ in range(n_units)]

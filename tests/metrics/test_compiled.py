@@ -53,6 +53,7 @@ def test_argument_types_are_normalized():
     assert a[0, 0].tolist() == [2, 6, 4]
 
 
+@pytest.mark.slow  # the JIT build compiles every kernel it runs in a fresh tree: 40-50 CPU-s
 def test_scores_from_both_builds_agree():
     # the JIT fallback (OVERLAP_JIT=1) and the compiled module give the same floats
     code = ("import json, sys; from pipeline.scoring import Scorer; "
@@ -130,6 +131,7 @@ def _bootstrap_builds():
     return out
 
 
+@pytest.mark.slow  # numba compiles the JIT build of the kernel in a fresh tree: about 6 CPU-s
 def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
     from pipeline import stats
 

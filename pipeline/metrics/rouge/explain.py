@@ -28,11 +28,12 @@ Positions are 0-based indices into the token lists shown (after stemming and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from pipeline.errors import ConfigError
 from pipeline.metrics.explanation import (
     MetricExplanation,
     PairExplanation,
@@ -42,6 +43,7 @@ from pipeline.metrics.explanation import (
     gram_items,
     matched_positions,
     ngrams,
+    union_pairs,
 )
 from pipeline.metrics.rouge.family import (
     _SENTENCE_END,
@@ -143,28 +145,6 @@ def explain_lcs(prediction: Sequence[str], reference: Sequence[str], *, index: i
                                                for a, b in pairs])])
 
 
-def union_pairs(ref: Sequence[str], ref_sentences: Sequence[tuple[int, int]],
-                pred: Sequence[str], pred_sentences: Sequence[tuple[int, int]]) -> list[int]:
-    """Per reference position, the prediction position it pairs with in the union, or -1.
-
-    Each reference sentence's LCS with each prediction sentence in order (rouge-score's
-    backtrack, :func:`lcs_pairs`), the first prediction sentence to take a position
-    pairing it; computed by :func:`pipeline.metrics.rouge.lcs.union_lcs_alignment` in one call.
-    """
-    if not ref:
-        return []
-    from pipeline.compiled import kernel
-
-    ids: dict[str, int] = {}
-    encoded = np.fromiter((ids.setdefault(t, len(ids)) for t in [*ref, *pred]),
-                          dtype=np.int32, count=len(ref) + len(pred))
-    bounds = [np.array(list(b), dtype=np.int64).reshape(-1, 2)
-              for b in (ref_sentences, pred_sentences)]
-    first = kernel("union_lcs_alignment")(encoded, len(ref), bounds[0], bounds[1],
-                                           max(len(ids), 1))
-    return [int(p) for p in first.tolist()]
-
-
 def explain_summary_lcs(prediction: Tokens, reference: Tokens, *, index: int = 0
                         ) -> PairExplanation:
     """Union-LCS hits per reference sentence of one pair (rougeLsum); ``detail["sentences"]``."""
@@ -219,14 +199,19 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
         return explain_rouge155(prediction, references, metrics, options)
     rule = str(options["multi_reference"])
     split = "rougeLsum" in metrics and options["sentence_split"] == "punctuation"
-    tok = get_tokenizer(options["tokenizer"], case_sensitive=bool(options["case_sensitive"]))
+    if options.get("language"):
+        whole, lines = language_views(options, split_sentences=split)
+    else:
+        tok = get_tokenizer(options["tokenizer"],
+                            case_sensitive=bool(options["case_sensitive"]))
 
-    def view(text: str | None) -> Tokens:
-        return tokens(text, tok, stemmer=str(options["stemmer"]),
-                      max_tokens=options.get("max_tokens"), split_sentences=split)
+        def whole(text: str | None) -> Tokens:
+            return tokens(text, tok, stemmer=str(options["stemmer"]),
+                          max_tokens=options.get("max_tokens"), split_sentences=split)
 
-    pred = view(prediction)
-    refs = [view(r) for r in references]
+        lines = whole
+    pred, pred_lines = whole(prediction), lines(prediction)
+    refs, refs_lines = [whole(r) for r in references], [lines(r) for r in references]
     pairs: dict[str, list[PairExplanation]] = {}
     for metric in metrics:
         code = _code(metric)
@@ -234,7 +219,8 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
             pairs[metric] = [explain_lcs(pred.tokens, r.tokens, index=i)
                              for i, r in enumerate(refs)]
         elif code == ROUGE_LSUM:
-            pairs[metric] = [explain_summary_lcs(pred, r, index=i) for i, r in enumerate(refs)]
+            pairs[metric] = [explain_summary_lcs(pred_lines, r, index=i)
+                             for i, r in enumerate(refs_lines)]
         else:
             pairs[metric] = [explain_ngrams(pred.tokens, r.tokens, code, index=i)
                              for i, r in enumerate(refs)]
@@ -248,9 +234,61 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
         reference_index=int(combined["reference_index"][0, k]),
         measures={m: float(combined[m][0, k]) for m in MEASURES},
         statistics={s: int(combined[s][0, k]) for s in names}, pairs=pairs[metric],
-        view="rouge", prediction=pred, references=refs)
+        view=_view_name(options, metric), prediction=pred_lines if metric == "rougeLsum" else pred,
+        references=refs_lines if metric == "rougeLsum" else refs)
         for k, metric in enumerate(metrics)}
 
 
+def _view_name(options: Mapping[str, Any], metric: str) -> str:
+    """``rouge``; under ``--language``: ``xlsum`` (whole texts) or ``xlsum-lines`` (rougeLsum)."""
+    if not options.get("language"):
+        return "rouge"
+    return "xlsum-lines" if metric == "rougeLsum" else "xlsum"
+
+
+def language_views(options: Mapping[str, Any], *, split_sentences: bool
+                   ) -> tuple[Callable[[str | None], Tokens], Callable[[str | None], Tokens]]:
+    """The two views of a text under ``--language`` (whole text; rougeLsum's sentences).
+
+    The tokens are XL-Sum's per-language tokens (:mod:`pipeline.tokenizers.multilingual`),
+    shown as compared (lower-cased, segmented, stemmed; jieba's and pythainlp's ``' '``
+    tokens included, which is why a space can match); character spans are not followed
+    back (None).
+
+    Raises:
+        ConfigError: ``column:COL``: explain one example with its own language instead.
+    """
+    from pipeline.metrics.rouge.languages import language_column, line_tokens
+    from pipeline.tokenizers.multilingual import get_language_tokenizer
+
+    language = str(options["language"])
+    if language_column(language) is not None:
+        raise ConfigError("explain needs the example's language, not a column",
+                          hint="--language LANG, the row's value of the column")
+    tok = get_language_tokenizer(language, stem=options.get("stemmer") == "language",
+                                 japanese_dictionary=str(options.get("japanese_dictionary",
+                                                                     "unidic-lite")))
+    cut = options.get("max_tokens")
+
+    def whole(text: str | None) -> Tokens:
+        found = tok.tokenize(text)[:cut] if cut is not None else tok.tokenize(text)
+        return Tokens(text or "", list(found), [(0, len(found))], None)
+
+    def lines(text: str | None) -> Tokens:
+        per_line = line_tokens(tok, text, xlsum=bool(options.get("xlsum_rougelsum")),
+                               punctuation=split_sentences)
+        flat: list[str] = []
+        sentences: list[tuple[int, int]] = []
+        for line in per_line:
+            sentences.append((len(flat), len(flat) + len(line)))
+            flat += line
+        if cut is not None and len(flat) > cut:
+            flat = flat[:cut]
+            sentences = [(min(a, cut), min(b, cut)) for a, b in sentences]
+        return Tokens(text or "", flat, sentences or [(0, 0)], None)
+
+    return whole, lines
+
+
 __all__ = ["explain_lcs", "explain_ngrams", "explain_rouge", "explain_summary_lcs",
-           "lcs_pairs", "tokens", "union_pairs"]
+           "language_views", "lcs_pairs", "tokens", "union_pairs"]

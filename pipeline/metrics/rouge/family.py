@@ -31,6 +31,7 @@ from pipeline.metrics.base import (
     reference_lists,
     text_list,
 )
+from pipeline.metrics.rouge import languages
 from pipeline.metrics.rouge155 import family as rouge155
 from pipeline.tokenizers.rouge_score import (
     SPACE_CLASS_RE2,
@@ -60,8 +61,24 @@ OPTIONS = (
            "script's text handling and scoring rules, see --rouge155).",
            choices=(*TOKENIZERS, "rouge155")),
     Option("stemmer", "none", "Stemmer of the ROUGE metrics: none, porter (rouge-score "
-           "use_stemmer=True), or porter-rouge155 (ROUGE-1.5.5's -m: WordNet 2.0 exceptions, "
-           "then its Porter; tokenizer rouge155 only).", choices=(*STEMMERS, "porter-rouge155")),
+           "use_stemmer=True), porter-rouge155 (ROUGE-1.5.5's -m: WordNet 2.0 exceptions, "
+           "then its Porter; tokenizer rouge155 only), or language (the stemmer of "
+           "--language, as XL-Sum's use_stemmer=True).",
+           choices=(*STEMMERS, "porter-rouge155", "language")),
+    Option("language", None, "Tokenize ROUGE texts as XL-Sum's multilingual ROUGE does for "
+           "this language (multilingual-rouge 0.0.1): chinese, japanese, thai, burmese "
+           "(segmenters), hindi, bengali, turkish and NLTK's Snowball languages (stemmers), "
+           "or any other name (the fallback tokenizer); column:COL takes each row's language "
+           "from the predictions column COL. Needs the 'multilingual' extra.", kind=str,
+           omit_default=True),
+    Option("xlsum_rougelsum", False, "With --language: rougeLsum as XL-Sum's own code "
+           "computes it (each line lower-cased, cleaned and stemmed but NOT segmented), to "
+           "reproduce XL-Sum's published rougeLsum; default: each line through the full "
+           "language tokenizer.", omit_default=True),
+    Option("japanese_dictionary", "unidic-lite", "With --language japanese: fugashi's "
+           "dictionary, unidic-lite (installed with the 'multilingual' extra) or unidic "
+           "(full UniDic, installed and downloaded by you).",
+           choices=("unidic-lite", "unidic"), omit_default=True),
     Option("case_sensitive", False, "Keep case when tokenizing for ROUGE (signature "
            "case:mixed); false lowercases (case:lc)."),
     Option("multi_reference", "max", "How several references combine for ROUGE: max "
@@ -119,15 +136,21 @@ def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 # What the counts in FamilyScores.counts tell a user (summary, report; manifest counts).
 NOTES = (
     DataNote("zero_token_texts", "{n} non-empty texts produced no token with tokenizer "
-             "{tokenizer} (try --tokenizer unicode)",
-             "{n} non-empty text produced no token with tokenizer {tokenizer} (try "
-             "--tokenizer unicode)"),
+             "{tokenizer}, so their ROUGE is 0 (for text not in Latin script: --language "
+             "LANG, XL-Sum's per-language tokenizer, or --tokenizer unicode)",
+             "{n} non-empty text produced no token with tokenizer {tokenizer}, so its ROUGE "
+             "is 0 (for text not in Latin script: --language LANG, XL-Sum's per-language "
+             "tokenizer, or --tokenizer unicode)", loud=True),
     DataNote("one_line_multi_sentence_texts", "{n} texts have several sentences on one line: "
              "rougeLsum splits on newlines only, so for them it equals rougeL "
              "(--sentence-split punctuation splits after . ! ?)",
              "{n} text has several sentences on one line: rougeLsum splits on newlines "
              "only, so for that text it equals rougeL (--sentence-split punctuation splits "
              "after . ! ?)"),
+    DataNote("zero_token_texts_language", "{n} non-empty texts produced no token with "
+             "--language {language}, so their ROUGE is 0 (is it the texts' language?)",
+             "{n} non-empty text produced no token with --language {language}, so its ROUGE "
+             "is 0 (is it the text's language?)", loud=True, omit_zero=True),
 )
 
 
@@ -135,6 +158,8 @@ class Rouge(Family):
     """The ROUGE family (see the module docstring); stateless."""
 
     name = "rouge"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.rouge.explain:explain_rouge"
     names = NAMES
     pattern = _NAME
     options = OPTIONS
@@ -156,6 +181,7 @@ class Rouge(Family):
         """
         if options["tokenizer"] == "rouge155":
             return rouge155.rouge_spec(metric, options)
+        languages.check_options(options)
         if options["stemmer"] == "porter-rouge155":
             raise ConfigError("stemmer porter-rouge155 is ROUGE-1.5.5's and goes with "
                               "tokenizer rouge155", hint="or use stemmer porter")
@@ -167,6 +193,9 @@ class Rouge(Family):
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
         """``tok``, ``stem``, ``case``, ``ref``; ``split:punct``; ``maxtok`` when texts are cut.
 
+        With ``--language``: ``tok:xlsum`` followed by ``lang``, ``seg`` (and ``lsum``),
+        see :func:`language_signature_fields`.
+
         With tokenizer ``rouge155``: the ROUGE-1.5.5 fields instead
         (:meth:`pipeline.metrics.rouge155.family.Rouge155Options.signature_fields`).
         """
@@ -175,15 +204,24 @@ class Rouge(Family):
         fields = {"tok": str(options["tokenizer"]), "stem": str(options["stemmer"]),
                   "case": "mixed" if options["case_sensitive"] else "lc",
                   "ref": str(options["multi_reference"])}
+        if options.get("language"):  # tok:xlsum, then the language fields
+            fields = {"tok": "xlsum", **language_signature_fields(options),
+                      **{k: v for k, v in fields.items() if k != "tok"}}
         if options["sentence_split"] == "punctuation":
             fields["split"] = "punct"
         if options.get("max_tokens") is not None:
             fields["maxtok"] = str(options["max_tokens"])
         return fields
 
+    def input_columns(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The predictions columns ``score`` reads: the ``column:COL`` of ``--language``."""
+        column = languages.language_column(options.get("language"))
+        return (column,) if column else ()
+
     def score(self, predictions: Sequence[str | None] | Any,
               references: Sequence[Sequence[str | None]] | Any, metrics: Sequence[str],
-              options: Mapping[str, Any]) -> FamilyScores:
+              options: Mapping[str, Any], *,
+              columns: Mapping[str, Sequence[Any]] | None = None) -> FamilyScores:
         """Score ROUGE metrics; texts over ``options["max_tokens"]`` tokens are cut.
 
         ``predictions`` and ``references`` may be Python lists or Arrow arrays (a string
@@ -193,10 +231,17 @@ class Rouge(Family):
         references and metrics. Warns :class:`ZeroTokenWarning` when texts with visible
         characters yield no token and :class:`SentenceSplitWarning` when rougeLsum meets
         several sentences on one line (both also counted in ``counts``).
+
+        With ``options["language"]``, texts are tokenized by XL-Sum's per-language
+        tokenizer (:func:`score_languages`); ``columns`` holds the per-row language column
+        when it is ``column:COL``.
         """
         if options["tokenizer"] == "rouge155":
             return rouge155.FAMILY.score(text_list(predictions), reference_lists(references),
                                          metrics, options)
+        if options.get("language"):
+            return score_languages(text_list(predictions), reference_lists(references),
+                                   metrics, options, columns=columns)
         tokenizer = get_tokenizer(options["tokenizer"], case_sensitive=options["case_sensitive"])
         codes = np.array([_code(m) for m in metrics], dtype=np.int64)
         one_line = 0
@@ -238,32 +283,135 @@ class Rouge(Family):
             truncated = np.zeros(n, dtype=bool)
             truncated[example_of_text[cut]] = True
         if batch.n_zero_token_texts:
-            hint = " (try tokenizer 'unicode')" if options["tokenizer"] != "unicode" else ""
+            hint = (" (for text not in Latin script: language='LANG', XL-Sum's per-language "
+                    "tokenizer, or tokenizer='unicode')" if options["tokenizer"] != "unicode"
+                    else "")
             warnings.warn(f"{batch.n_zero_token_texts} non-empty texts produced no tokens "
-                          f"with tokenizer {options['tokenizer']!r}{hint}", ZeroTokenWarning,
-                          stacklevel=3)
+                          f"with tokenizer {options['tokenizer']!r}{_scripts(texts, batch)}{hint}",
+                          ZeroTokenWarning, stacklevel=3)
         pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
         pair_ref = np.arange(n, len(texts), dtype=np.int64)
         stats = kernel("score_pairs")(batch.tokens, batch.line_offsets, batch.text_line_offsets,
                             pair_pred, pair_ref, codes, batch.vocab_size)
         combined = combine_references(stats, n_refs, rule=options["multi_reference"])
-        columns = {}
+        scored: dict[str, np.ndarray] = {}
         for k, m in enumerate(metrics):
             for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
-                columns[f"{m}_{x}"] = combined[x][:, k]
-        return FamilyScores(columns, truncated,
+                scored[f"{m}_{x}"] = combined[x][:, k]
+        return FamilyScores(scored, truncated,
                             {"zero_token_texts": batch.n_zero_token_texts,
                              "one_line_multi_sentence_texts": one_line})
 
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: n-grams, LCS alignment or union-LCS hits per reference.
 
-        See :func:`pipeline.metrics.rouge.explain.explain_rouge`.
-        """
-        from pipeline.metrics.rouge.explain import explain_rouge
+def _scripts(texts: Sequence[str | None] | pa.Array, batch: Any) -> str:
+    """`` (scripts: CYRILLIC, CJK)``: the scripts of the texts that produced no token.
 
-        return explain_rouge(prediction, references, metrics, options)
+    Only for the warning's text: the first letter's script of each text without a token
+    (at most 1,000 of them are looked at).
+    """
+    from pipeline.tokenizers.scripts import letter_script
+
+    zero = np.flatnonzero(batch.text_token_counts() == 0)[:1000]
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        chosen = texts.take(pa.array(zero)).to_pylist()
+    else:
+        chosen = [texts[i] for i in zero.tolist()]
+    found: dict[str, None] = {}
+    for t in chosen:
+        if t and not t.isascii():
+            script = letter_script(t)
+            if script and script != "LATIN":
+                found.setdefault(script)
+    return f" (scripts: {', '.join(found)})" if found else ""
+
+
+def language_signature_fields(options: Mapping[str, Any]) -> dict[str, str]:
+    """``lang`` (the language, or ``column:COL``), ``seg`` (package versions), ``lsum``.
+
+    ``seg`` lists the versions of the segmenter, OpenNMT Tokenizer and stemmer packages the
+    tokens depend on (jieba, pythainlp and UniDic dictionaries change between versions);
+    ``lsum:xlsum`` marks XL-Sum's own rougeLsum.
+    """
+    from pipeline.tokenizers.multilingual import canonical_language, signature_versions
+
+    language = str(options["language"])
+    column = languages.language_column(language)
+    stem = options.get("stemmer") == "language"
+    dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
+    fields = {"lang": language if column is not None else canonical_language(language),
+              "seg": signature_versions(None if column is not None else language, stem=stem,
+                                        japanese_dictionary=dictionary)}
+    if options.get("xlsum_rougelsum"):
+        fields["lsum"] = "xlsum"
+    return fields
+
+
+def score_languages(predictions: Sequence[str | None],
+                    references: Sequence[Sequence[str | None]], metrics: Sequence[str],
+                    options: Mapping[str, Any], *,
+                    columns: Mapping[str, Sequence[Any]] | None = None) -> FamilyScores:
+    """ROUGE under XL-Sum's per-language tokenizers (see :mod:`pipeline.metrics.rouge.languages`).
+
+    Args:
+        predictions: N texts.
+        references: N lists of reference texts.
+        metrics: rouge names, in output order.
+        options: the flat scoring options, ``language`` set.
+        columns: the per-row language column when ``language`` is ``column:COL``.
+
+    Returns:
+        As :meth:`Rouge.score`; ``zero_token_texts`` counts texts with visible characters
+        and no token (in the whole-text view, or in the rougeLsum view when only rougeLsum
+        is asked).
+
+    Raises:
+        ConfigError: a missing extra, or an empty per-row language.
+
+    """
+    n = len(predictions)
+    column = languages.language_column(options.get("language"))
+    row_languages = None if column is None else list((columns or {}).get(column, []))
+    per_example = languages.tokenizers_for(options, n, row_languages)
+    n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
+    texts = list(predictions) + [t for r in references for t in r]
+    tokenizers = per_example + [tok for tok, k in zip(per_example, n_refs.tolist(), strict=True)
+                                for _ in range(k)]
+    codes = np.array([_code(m) for m in metrics], dtype=np.int64)
+    whole_codes = [k for k, c in enumerate(codes.tolist()) if c != ROUGE_LSUM]
+    lsum_codes = [k for k, c in enumerate(codes.tolist()) if c == ROUGE_LSUM]
+    pair_pred = np.repeat(np.arange(n, dtype=np.int64), n_refs)
+    pair_ref = np.arange(n, len(texts), dtype=np.int64)
+    stats = np.zeros((len(pair_pred), len(metrics), 3), dtype=np.int64)
+    max_tokens = options.get("max_tokens")
+    example_of_text = np.concatenate([np.arange(n), np.repeat(np.arange(n), n_refs)])
+    truncated = np.zeros(n, dtype=bool) if max_tokens is not None else None
+    zero = 0
+    views = []
+    if whole_codes:
+        views.append((whole_codes, languages.tokenized(texts, tokenizers, lines=False,
+                                                       xlsum=False, punctuation=False)))
+    if lsum_codes:
+        views.append((lsum_codes, languages.tokenized(
+            texts, tokenizers, lines=True, xlsum=bool(options.get("xlsum_rougelsum")),
+            punctuation=options["sentence_split"] == "punctuation")))
+    for k, (which, batch) in enumerate(views):
+        if k == 0:
+            zero = batch.n_zero_token_texts
+        if max_tokens is not None and truncated is not None:
+            batch, cut = batch.truncated_to(max_tokens)
+            truncated[example_of_text[cut]] = True
+        stats[:, which, :] = kernel("score_pairs")(
+            batch.tokens, batch.line_offsets, batch.text_line_offsets, pair_pred, pair_ref,
+            codes[which], batch.vocab_size)
+    if zero:
+        warnings.warn(f"{zero} non-empty texts produced no tokens with language "
+                      f"{options['language']!r}", ZeroTokenWarning, stacklevel=3)
+    combined = combine_references(stats, n_refs, rule=options["multi_reference"])
+    out: dict[str, np.ndarray] = {}
+    for k, m in enumerate(metrics):
+        for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
+            out[f"{m}_{x}"] = combined[x][:, k]
+    return FamilyScores(out, truncated, {"zero_token_texts_language": zero})
 
 
 def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:

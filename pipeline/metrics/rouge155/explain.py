@@ -26,6 +26,7 @@ Definition: Lin (2004); code: ``ROUGE-1.5.5.pl`` (``createSkipBigram``, ``lcs``/
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,7 @@ from pipeline.metrics.explanation import (
     gram_items,
     matched_positions,
     ngrams,
+    union_pairs,
 )
 from pipeline.metrics.multi_reference import combine_references
 from pipeline.metrics.rouge155.family import (
@@ -144,8 +146,6 @@ def _summary(pred: Tokens, ref: Tokens, pred_clip: Sequence[str], ref_clip: Sequ
              weighted: bool, weight: float) -> tuple[float, float, dict[str, Any],
                                                     list[int], list[int], list[Listing]]:
     """Hits, base, detail and positions of the script's ROUGE-L (or -W) on one pair."""
-    from pipeline.metrics.rouge.explain import union_pairs
-
     longest = max([e - s for s, e in ref.sentences + pred.sentences] + [0])
     pw = [float(i) ** weight for i in range(longest + 2)]
     union: dict[int, int] = {}
@@ -275,9 +275,10 @@ def explain_rouge155(prediction: str | None, references: Sequence[str | None],
                 pick = _safe_ratio(np.array([hit]), np.array([base]))[0]
                 pred_tokens = np.array([float(len(p_tok))])
                 if weighted:
-                    pick = pick ** (1 / weight)
-                    ref_u = float((np.array([base]) ** weight)[0])
-                    pred_u = float((pred_tokens ** weight)[0])
+                    # the C library's pow, as the family (pipeline.metrics.floats)
+                    pick = math.pow(float(pick), 1 / weight)
+                    ref_u = math.pow(float(base), weight)
+                    pred_u = math.pow(float(pred_tokens[0]), weight)
                 else:
                     ref_u, pred_u = base, float(pred_tokens[0])
             rows.append((hit, ref_u, pred_u, float(pick)))

@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError, did_you_mean
-from pipeline.metrics import multi_reference
+from pipeline.metrics import floats, multi_reference
 from pipeline.metrics.base import Family, FamilyScores, MetricSpec, Option, Preset
 from pipeline.tokenizers.rouge155 import TextOptions, tokenize_rouge155
 
@@ -310,9 +310,9 @@ def _pair_statistics(batch: _Batch, pair_pred: np.ndarray, pair_ref: np.ndarray,
             pred_tokens = np.diff(batch.clip_offsets)[pair_pred].astype(np.float64)
             pick = _safe_ratio(hit, base)
             if weighted:
-                pick = pick ** (1 / weight)
-                ref_units = base ** weight
-                pred_units = pred_tokens ** weight
+                pick = floats.power(pick, 1 / weight)
+                ref_units = floats.power(base, weight)
+                pred_units = floats.power(pred_tokens, weight)
             else:
                 ref_units, pred_units = base, pred_tokens
         out[:, k, 0] = hit
@@ -327,8 +327,8 @@ def _measures(hit: np.ndarray, ref_units: np.ndarray, pred_units: np.ndarray, ki
     recall = _safe_ratio(hit, ref_units)
     precision = _safe_ratio(hit, pred_units)
     if kind.kind == "W":
-        recall = recall ** (1 / options.wlcs_weight)
-        precision = precision ** (1 / options.wlcs_weight)
+        recall = floats.power(recall, 1 / options.wlcs_weight)
+        precision = floats.power(precision, 1 / options.wlcs_weight)
     return precision, recall, f_alpha(precision, recall, float(options.alpha))
 
 
@@ -583,6 +583,8 @@ class Rouge155(Family):
     """
 
     name = "rouge155"
+    # its explanation, imported on first use (the explainer imports this module)
+    explainer = "pipeline.metrics.rouge155.explain:explain_rouge155"
     names = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
     pattern = _OWN_NAME
     options = OPTIONS
@@ -616,16 +618,6 @@ class Rouge155(Family):
         columns = score_rouge155(predictions, references, metrics,
                                  Rouge155Options.from_mapping(options))
         return FamilyScores(columns)
-
-    def explain(self, prediction: str | None, references: Sequence[str | None],
-                metrics: Sequence[str], options: Mapping[str, Any]) -> dict[str, Any]:
-        """Explain one example: n-grams, skip bigrams or union-LCS hits per reference.
-
-        See :func:`pipeline.metrics.rouge155.explain.explain_rouge155`.
-        """
-        from pipeline.metrics.rouge155.explain import explain_rouge155
-
-        return explain_rouge155(prediction, references, metrics, options)
 
 
 FAMILY = Rouge155()

@@ -1,0 +1,187 @@
+"""ROUGE with XL-Sum's per-language tokenizers (``--language``), on the unchanged scorer.
+
+The tokenizer object (:class:`pipeline.tokenizers.multilingual.LanguageTokenizer`) turns
+texts into token strings; this module turns those into the integer-id batches the compiled
+ROUGE kernel reads, and the kernel computes the same statistics as for every other
+tokenizer. Two views of each text are needed, since a segmenter is not line-additive (jieba
+and pythainlp return ``' '`` tokens at line breaks, a fallback may trigger for one line
+only):
+
+- rouge1..rouge9 and rougeL: the whole text through the full pipeline (one "line");
+- rougeLsum: each non-empty line (rouge-score's ``get_sents``) through the full pipeline,
+  or, with ``xlsum_rougelsum``, through XL-Sum's own line tokenization (no segmenter).
+
+Definition: rouge-score 0.1.2's arithmetic with XL-Sum's tokenizer handed to it
+(csebuetnlp/xl-sum ``multilingual_rouge_scoring``; PyPI ``multilingual-rouge==0.0.1``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import ConfigError
+from pipeline.tokenizers.multilingual import (
+    LanguageTokenizer,
+    check_language,
+    get_language_tokenizer,
+)
+from pipeline.tokenizers.rouge_score import TokenizedBatch
+
+COLUMN_PREFIX = "column:"
+# sentence_split="punctuation": as the family's (a break after . ! ? and white space)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def language_column(language: str | None) -> str | None:
+    """The predictions column named by ``column:COL``, else None."""
+    if language and language.startswith(COLUMN_PREFIX):
+        return language[len(COLUMN_PREFIX):]
+    return None
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Refuse combinations ``--language`` does not have; check the extra is installed.
+
+    Raises:
+        ConfigError: ``stemmer language`` without a language; a language with another
+            tokenizer, the Porter stemmer or case kept; an empty column name; a missing
+            ``multilingual`` extra.
+    """
+    from pipeline.tokenizers.multilingual import check_installed
+
+    language = options.get("language")
+    if not language:
+        if options.get("stemmer") == "language":
+            raise ConfigError("stemmer 'language' needs --language (config key language)",
+                              hint="e.g. --language russian --stemmer language")
+        if options.get("xlsum_rougelsum"):
+            raise ConfigError("xlsum_rougelsum needs --language (config key language)")
+        return
+    if options.get("tokenizer", "rouge-score") != "rouge-score":
+        raise ConfigError(f"--language sets the ROUGE tokenizer; it cannot be combined with "
+                          f"tokenizer {options['tokenizer']!r}", hint="drop --tokenizer")
+    if options.get("stemmer") not in ("none", "language"):
+        raise ConfigError(f"with --language the stemmer is none or language, not "
+                          f"{options['stemmer']!r}", hint="--stemmer language")
+    if options.get("case_sensitive"):
+        raise ConfigError("--language lower-cases as XL-Sum does; it cannot keep case",
+                          hint="drop --case-sensitive")
+    column = language_column(language)
+    stem = options.get("stemmer") == "language"
+    dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
+    if column is not None:
+        if not column:
+            raise ConfigError("--language column: needs a column name, e.g. column:lang")
+        check_installed("english", stem=False)
+        return
+    check_installed(check_language(str(language)), stem=stem, japanese_dictionary=dictionary)
+
+
+def tokenizers_for(options: Mapping[str, Any], n: int,
+                   languages: Sequence[str | None] | None) -> list[LanguageTokenizer]:
+    """The tokenizer of each of ``n`` examples (one shared object per distinct language).
+
+    Args:
+        options: the flat scoring options (``language``, ``stemmer``, ``japanese_dictionary``).
+        n: the number of examples.
+        languages: each example's language, when ``language`` is ``column:COL``.
+
+    Raises:
+        ConfigError: a per-row language that is empty or null, or a missing extra.
+    """
+    stem = options.get("stemmer") == "language"
+    dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
+    column = language_column(options.get("language"))
+    if column is None:
+        one = get_language_tokenizer(str(options["language"]), stem=stem,
+                                     japanese_dictionary=dictionary)
+        return [one] * n
+    if languages is None or len(languages) != n:
+        raise ConfigError(f"--language column:{column} needs the predictions column "
+                          f"{column!r}")
+    built: dict[str, LanguageTokenizer] = {}
+    out = []
+    for value in languages:
+        if not value:
+            raise ConfigError(f"predictions: column {column!r} has an empty or null "
+                              "language", hint="give every row a language name")
+        tok = built.get(value)
+        if tok is None:
+            tok = built[value] = get_language_tokenizer(value, stem=stem,
+                                                        japanese_dictionary=dictionary)
+        out.append(tok)
+    return out
+
+
+def _batch(token_lists: Sequence[Sequence[list[str]]], vocab: dict[str, int],
+           n_zero: int) -> TokenizedBatch:
+    """Integer ids of texts given as lists of lines of tokens (ids shared through vocab)."""
+    lines_per_text = np.fromiter((len(t) for t in token_lists), dtype=np.int64,
+                                 count=len(token_lists))
+    text_line_offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+    np.cumsum(lines_per_text, out=text_line_offsets[1:])
+    flat_lines = [line for text in token_lists for line in text]
+    line_offsets = np.zeros(len(flat_lines) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(x) for x in flat_lines), dtype=np.int64,
+                          count=len(flat_lines)), out=line_offsets[1:])
+    setdefault = vocab.setdefault
+    ids = np.fromiter((setdefault(t, len(vocab)) for line in flat_lines for t in line),
+                      dtype=np.int32, count=int(line_offsets[-1]))
+    return TokenizedBatch(ids, line_offsets, text_line_offsets, max(len(vocab), 1), n_zero)
+
+
+def sentences(text: str | None, *, punctuation: bool) -> list[str]:
+    """rouge-score's ``get_sents``: the non-empty lines (after punctuation splitting)."""
+    if not text:
+        return []
+    if punctuation:
+        text = _SENTENCE_END.sub("\n", text)
+    return [line for line in text.split("\n") if line]
+
+
+def line_tokens(tok: LanguageTokenizer, text: str | None, *, xlsum: bool,
+                punctuation: bool) -> list[list[str]]:
+    """A text's rougeLsum view: the tokens of each of its sentences."""
+    split: Callable[[str], list[str]] = tok.tokenize_xlsum_line if xlsum else tok.tokenize
+    return [split(s) for s in sentences(text, punctuation=punctuation)]
+
+
+def has_letters(text: str | None) -> bool:
+    """True when the text has a character that is not white space (the zero-token test)."""
+    return bool(text) and not text.isspace()  # type: ignore[union-attr]
+
+
+def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenizer], *,
+              lines: bool, xlsum: bool, punctuation: bool) -> TokenizedBatch:
+    """The id batch of texts under their tokenizers.
+
+    Args:
+        texts: T texts (None is empty).
+        tokenizers: T tokenizers, one per text.
+        lines: the rougeLsum view (a line per sentence) instead of the whole text.
+        xlsum: with ``lines``, XL-Sum's own line tokenization.
+        punctuation: with ``lines``, also break sentences after . ! ? (``sentence_split``).
+
+    Returns:
+        A :class:`TokenizedBatch`; ``n_zero_token_texts`` counts the texts with a visible
+        character but no token.
+    """
+    vocab: dict[str, int] = {}
+    if lines:
+        views = [line_tokens(tok, t, xlsum=xlsum, punctuation=punctuation)
+                 for t, tok in zip(texts, tokenizers, strict=True)]
+        zero = sum(1 for t, v in zip(texts, views, strict=True)
+                   if not any(v) and has_letters(t))
+    else:
+        views = [[tok.tokenize(t)] for t, tok in zip(texts, tokenizers, strict=True)]
+        zero = sum(1 for t, v in zip(texts, views, strict=True)
+                   if not v[0] and has_letters(t))
+    return _batch(views, vocab, zero)
+
+
+__all__ = ["COLUMN_PREFIX", "check_options", "has_letters", "language_column", "line_tokens",
+           "sentences", "tokenized", "tokenizers_for"]

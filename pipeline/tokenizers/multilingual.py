@@ -1,0 +1,644 @@
+"""Per-language tokenization and stemming, exactly as XL-Sum's multilingual ROUGE.
+
+The reference is ``multilingual_rouge_scoring`` of csebuetnlp/xl-sum (Hasan et al. 2021,
+"XL-Sum: Large-Scale Multilingual Abstractive Summarization for 44 Languages", Findings of
+ACL), packaged on PyPI as ``multilingual-rouge==0.0.1``. A text becomes tokens in five steps:
+
+1. Python's ``str.lower()`` (so Turkish ``I`` -> ``i`` and ``İ`` -> ``i`` + U+0307).
+2. The clean-up of BERT's ``BasicTokenizer``: U+0000, U+FFFD and every character of a
+   Unicode ``C*`` category except tab, newline and carriage return are deleted (so ZWJ,
+   ZWNJ and ZWSP glue word parts together); white space (``Zs``, tab, newline, CR) becomes a
+   space; every ASCII character that is not a letter or digit and every ``P*`` character
+   splits words and is dropped. The words are joined by single spaces.
+3. The language's segmenter on that string: jieba (``jieba.cut``, Chinese), fugashi
+   ``-O wakati -b 50000`` (Japanese; unidic-lite, or a user-installed full UniDic),
+   pythainlp ``newmm`` (Thai), XL-Sum's Burmese syllable rule. jieba and pythainlp return
+   ``' '`` between words; those tokens count as words (a quirk of the reference, kept).
+4. When there is no segmenter or it returns nothing: OpenNMT Tokenizer ``aggressive``
+   (letters split from digits and symbols), then every CJK ideograph is a token of its own.
+5. With stemming, the language's stemmer on tokens longer than 3 characters: NLTK Snowball
+   with ``ignore_stopwords=True`` (the stopword lists shipped in ``pipeline/data/stopwords``),
+   XL-Sum's Hindi suffix rules, the Bengali RafiStemmer rules (``pipeline/data/bengali``),
+   TurkishStemmer; a language without a stemmer is left unstemmed. Empty tokens are dropped.
+
+XL-Sum's own rougeLsum tokenizes each line with steps 1, 2 and 5 only (no segmenter, no
+OpenNMT): :meth:`LanguageTokenizer.tokenize_xlsum_line`.
+
+A :class:`LanguageTokenizer` is picklable (its segmenter and caches are rebuilt in each
+process) and memoizes tokens per distinct text, since segmenters such as jieba are slow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pipeline.errors import ConfigError
+
+EXTRA = "multilingual"
+INSTALL_HINT = f"pip install 'overlap-pipeline[{EXTRA}]'"
+
+SEGMENTERS = {"chinese": "jieba", "japanese": "fugashi", "thai": "pythainlp-newmm",
+              "burmese": "xlsum-burmese"}
+SNOWBALL_LANGUAGES = ("arabic", "danish", "dutch", "english", "finnish", "french", "german",
+                      "hungarian", "italian", "norwegian", "portuguese", "romanian", "russian",
+                      "spanish", "swedish")
+STEMMER_NAMES = {"hindi": "xlsum-hindi", "bengali": "rafi", "turkish": "turkishstemmer",
+                 "porter": "snowball-porter",
+                 **{lang: "snowball" for lang in SNOWBALL_LANGUAGES}}
+# XL-Sum's alternative names (its SPECIAL_LANGID_CONVERSION_MAP)
+ALIASES = {"bangla": "bengali", "turkce": "turkish", "chinese_simplified": "chinese",
+           "chinese_traditional": "chinese", "mundo": "spanish"}
+# The languages named in help texts and docs; any other name uses the fallback tokenizer.
+LANGUAGES = tuple(sorted({*SEGMENTERS, *STEMMER_NAMES} - {"porter"}))
+JAPANESE_DICTIONARIES = ("unidic-lite", "unidic")
+# Tokens at most this long are never stemmed (XL-Sum's min_char_length).
+MIN_STEM_LENGTH = 3
+
+_CACHE_MAX = 500_000
+
+
+def canonical_language(name: str) -> str:
+    """The XL-Sum language a name stands for (aliases resolved; any other name unchanged).
+
+    Raises:
+        ConfigError: an empty name.
+    """
+    if not name or not name.strip():
+        raise ConfigError("language must be a language name, e.g. chinese, russian",
+                          hint="choose one of " + ", ".join(LANGUAGES))
+    return ALIASES.get(name, name)
+
+
+def check_language(name: str) -> str:
+    """The canonical name of a language given by a user (any name is accepted).
+
+    Names without a segmenter or stemmer (croatian, czech...) use the fallback tokenizer
+    and no stemmer, as XL-Sum does.
+
+    Raises:
+        ConfigError: an empty name.
+    """
+    return canonical_language(name)
+
+
+def _missing(module: str, language: str) -> ConfigError:
+    """The one-line error for a language whose extra is not installed (exit 2)."""
+    return ConfigError(f"language {language!r} needs the {EXTRA!r} extra ({module} is not "
+                       f"installed): {INSTALL_HINT}")
+
+
+# --- step 2: the BERT clean-up, as one str.translate table ------------------------------
+
+class _CleanTable(dict[int, Any]):
+    """``str.translate`` table: control/format characters deleted, punctuation to a space.
+
+    Filled lazily, one entry per distinct code point met (BERT ``BasicTokenizer``'s
+    ``_clean_text`` and ``_run_split_on_punc``; white space stays for ``str.split``).
+    """
+
+    def __missing__(self, cp: int) -> Any:
+        char = chr(cp)
+        category = unicodedata.category(char)
+        value: Any
+        if char in "\t\n\r" or category == "Zs":
+            value = " "
+        elif cp == 0 or cp == 0xFFFD or category.startswith("C"):
+            value = None
+        elif (33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+              or category.startswith("P")):
+            value = " "
+        else:
+            value = cp
+        self[cp] = value
+        return value
+
+
+_CLEAN = _CleanTable()
+
+
+def clean_words(text: str) -> list[str]:
+    """BERT ``BasicTokenizer`` clean-up of already lower-cased text (step 2).
+
+    Args:
+        text: any string.
+
+    Returns:
+        The words: maximal runs of characters that are neither white space (``str.split``'s)
+        nor punctuation, with control and format characters deleted.
+    """
+    return text.translate(_CLEAN).split()
+
+
+# BERT's "Chinese character" ranges (CJK Unified Ideographs and extensions, compatibility)
+_CJK_IDEOGRAPH = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df"
+                            "\U0002a700-\U0002ceaf\uf900-\ufaff\U0002f800-\U0002fa1f]")
+
+
+def _split_ideographs(text: str) -> list[str]:
+    """White-space split, with every CJK ideograph (BERT's ranges) a token of its own."""
+    if _CJK_IDEOGRAPH.search(text) is None:
+        return text.split()
+    return _CJK_IDEOGRAPH.sub(r" \g<0> ", text).split()
+
+
+# --- step 3: segmenters -------------------------------------------------------------------
+
+_BURMESE_ASAT = "\u103a"
+_BURMESE_DOT_BELOW = "\u1037"
+_BURMESE_VIRAMA = "\u1039"
+_BURMESE_DEPENDENT = frozenset(
+    [chr(0x102B + k) for k in range(8)] + [chr(0x1036 + k) for k in range(3)]
+    + [chr(0x103B + k) for k in range(4)] + [_BURMESE_ASAT])
+
+
+def burmese_syllables(text: str) -> list[str]:
+    """XL-Sum's Burmese syllable segmentation (after Ding et al. 2019, ACM TALLIP 18(4)).
+
+    White space is removed; each dependent sign (U+102B-U+1032, U+1036-U+1038,
+    U+103A-U+103E) joins the character before it; a unit containing asat (U+103A) shorter
+    than 4 characters joins the unit before it (unless that one was itself joined away);
+    units around a virama (U+1039) are glued; ZWNJ is a break and dot-below + asat is
+    reordered to asat + dot-below first.
+
+    Args:
+        text: lower-cased text.
+
+    Returns:
+        The syllable tokens.
+    """
+    text = text.replace("\u200c", " ").replace(_BURMESE_DOT_BELOW + _BURMESE_ASAT,
+                                               _BURMESE_ASAT + _BURMESE_DOT_BELOW)
+    chars = "".join(text.lower().split())
+    units: list[str] = []
+    for char in chars:  # a dependent sign joins the unit before it (the first stays alone)
+        if units and char in _BURMESE_DEPENDENT:
+            units[-1] += char
+        else:
+            units.append(char)
+    merged = list(units)
+    for k in range(1, len(merged)):
+        if _BURMESE_ASAT in merged[k] and len(merged[k]) < 4:
+            merged[k - 1] += merged[k]
+            merged[k] = ""
+    joined = " ".join(" ".join(merged).split())
+    return joined.replace(f" {_BURMESE_VIRAMA} ", _BURMESE_VIRAMA).split()
+
+
+@cache
+def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
+    try:
+        import fugashi
+
+        if dictionary == "unidic-lite":
+            import unidic_lite as dic
+        else:  # full UniDic: installed (and downloaded) by the user, not in the extra
+            dic = importlib.import_module("unidic")
+    except ImportError as e:
+        raise _missing(e.name or "fugashi", "japanese") from None
+    dicdir = dic.DICDIR
+    rc = os.path.join(dicdir, "mecabrc")
+    if not os.path.exists(rc):
+        raise ConfigError(f"the {dictionary} dictionary is not installed at {dicdir}",
+                          hint="python -m unidic download" if dictionary == "unidic"
+                          else INSTALL_HINT)
+    tagger = fugashi.GenericTagger(f'-r "{rc}" -d "{dicdir}" -O wakati -b 50000')
+    return lambda text: tagger.parse(text).split()
+
+
+_JIEBA_BLOCKS: dict[str, list[str]] = {}
+
+
+@cache
+def _chinese() -> Callable[[str], list[str]]:
+    """The jieba segmenter with its default dictionary, loaded once per process.
+
+    ``jieba.cut`` segments each block of its block pattern (``jieba.re_han_default``: runs
+    of Han characters, ASCII letters and digits) on its own and passes the rest through, so
+    the tokens of a text are those of its blocks in turn: blocks are memoized (clauses
+    repeat across texts), which is the same segmentation for less work.
+    """
+    try:
+        import jieba
+    except ImportError:
+        raise _missing("jieba", "chinese") from None
+    import logging
+
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    blocks = jieba.re_han_default
+    memo = _JIEBA_BLOCKS
+
+    def segment(text: str) -> list[str]:
+        out: list[str] = []
+        for block in blocks.split(text):
+            if not block:
+                continue
+            words = memo.get(block)
+            if words is None:
+                words = list(tokenizer.cut(block))
+                if len(memo) >= _CACHE_MAX:
+                    memo.clear()
+                memo[block] = words
+            out += words
+        return out
+
+    return segment
+
+
+@cache
+def _thai() -> Callable[[str], list[str]]:
+    try:
+        from pythainlp.tokenize import word_tokenize as tokenize
+    except ImportError:
+        raise _missing("pythainlp", "thai") from None
+    return lambda text: tokenize(text, engine="newmm")
+
+
+def _segmenter(language: str, japanese_dictionary: str) -> Callable[[str], list[str]] | None:
+    if language == "chinese":
+        return _chinese()
+    if language == "japanese":
+        return _japanese_tagger(japanese_dictionary)
+    if language == "thai":
+        return _thai()
+    if language == "burmese":
+        return burmese_syllables
+    return None
+
+
+# --- step 5: stemmers ---------------------------------------------------------------------
+
+_HINDI_SUFFIXES = {
+    1: ("ो", "े", "ू", "ु", "ी", "ि", "ा"),
+    2: ("कर", "ाओ", "िए", "ाई", "ाए", "ने", "नी", "ना", "ते", "ीं", "ती", "ता", "ाँ", "ां", "ों",
+        "ें"),
+    3: ("ाकर", "ाइए", "ाईं", "ाया", "ेगी", "ेगा", "ोगी", "ोगे", "ाने", "ाना", "ाते", "ाती",
+        "ाता", "तीं", "ाओं", "ाएं", "ुओं", "ुएं", "ुआं"),
+    4: ("ाएगी", "ाएगा", "ाओगी", "ाओगे", "एंगी", "ेंगी", "एंगे", "ेंगे", "ूंगी", "ूंगा", "ातीं",
+        "नाओं", "नाएं", "ताओं", "ताएं", "ियाँ", "ियों", "ियां"),
+    5: ("ाएंगी", "ाएंगे", "ाऊंगी", "ाऊंगा", "ाइयाँ", "ाइयों", "ाइयां"),
+}
+
+
+def hindi_stem(token: str) -> str:
+    """XL-Sum's Hindi stemmer: drop the first listed suffix, longest suffixes first.
+
+    A suffix of length L is removed only when the token is longer than L + 1 characters
+    (Ramanathan and Rao 2003, "A Lightweight Stemmer for Hindi").
+    """
+    for length in (5, 4, 3, 2, 1):
+        if len(token) > length + 1 and token.endswith(_HINDI_SUFFIXES[length]):
+            return token[:-length]
+    return token
+
+
+@dataclass(frozen=True)
+class _RafiRules:
+    groups: tuple[tuple[str, ...], ...]
+    replacements: dict[str, str]
+
+
+_BENGALI_VOWEL_SIGNS = frozenset("ািীেুূো")
+
+
+@cache
+def _rafi_rules() -> _RafiRules:
+    """Parse the RafiStemmer rule file: groups in braces, ``suffix -> replacement`` lines."""
+    text = resources.files("pipeline").joinpath("data/bengali/common.rules").read_text("utf-8")
+    lines: list[str] = []
+    replacements: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = "".join(raw.split()).split("#", 1)[0]
+        if not line:
+            continue
+        if "->" in line:
+            line, _, replacement = line.partition("->")
+            replacements[line] = replacement
+        lines.append(line)
+    groups: list[tuple[str, ...]] = []
+    current: list[str] | None = None
+    for line in lines:
+        if line == "{" and current is None:
+            current = []
+        elif line == "}" and current is not None:
+            groups.append(tuple(current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    if current is not None:
+        groups.append(tuple(current))
+    return _RafiRules(tuple(groups), replacements)
+
+
+def bengali_stem(token: str) -> str:
+    """The Bengali RafiStemmer (Rafi Kamal 2014; abhik1505040/bengali-stemmer ``common.rules``).
+
+    For each rule group in order, the first suffix the word ends with is applied: a
+    ``suffix -> replacement`` rule overwrites the suffix with the replacement (``.`` keeps
+    that character) and cuts the word after it; a plain suffix is cut when what is left has
+    at least one character that is not a vowel sign.
+    """
+    rules = _rafi_rules()
+    word = token
+    for group in rules.groups:
+        for suffix in group:
+            if not word.endswith(suffix):
+                continue
+            start = len(word) - len(suffix)
+            replacement = rules.replacements.get(suffix)
+            if replacement is not None:
+                chars = list(word)
+                for k, char in enumerate(replacement):
+                    if char != ".":
+                        chars[start + k] = char
+                word = "".join(chars[:start + len(replacement)])
+            elif any(c not in _BENGALI_VOWEL_SIGNS for c in word[:start]):
+                word = word[:start]
+            break
+    return word
+
+
+@cache
+def snowball_stopwords(language: str) -> frozenset[str]:
+    """NLTK's stopword list of a Snowball language, as shipped in ``pipeline/data/stopwords``.
+
+    Lines as NLTK's ``stopwords.words`` reads them (blank lines skipped, nothing stripped).
+    """
+    text = resources.files("pipeline").joinpath(f"data/stopwords/{language}").read_text("utf-8")
+    return frozenset(line for line in text.splitlines() if line.rstrip())
+
+
+def _snowball(language: str) -> Callable[[str], str]:
+    from nltk.stem.snowball import SnowballStemmer
+
+    stemmer = SnowballStemmer(language)  # ignore_stopwords=False: no corpus download
+    if language != "porter":
+        stemmer.stopwords.update(snowball_stopwords(language))
+    return stemmer.stem
+
+
+def _turkish() -> Callable[[str], str]:
+    try:
+        from TurkishStemmer import TurkishStemmer
+    except ImportError:
+        raise _missing("TurkishStemmer", "turkish") from None
+    return TurkishStemmer().stem
+
+
+def _stemmer(language: str) -> Callable[[str], str] | None:
+    kind = STEMMER_NAMES.get(language)
+    if kind is None:
+        return None
+    if kind == "xlsum-hindi":
+        return hindi_stem
+    if kind == "rafi":
+        return bengali_stem
+    if kind == "turkishstemmer":
+        return _turkish()
+    return _snowball(language)
+
+
+# --- the tokenizer object ---------------------------------------------------------------
+
+class LanguageTokenizer:
+    """XL-Sum's tokenizer and stemmer for one language: ``tokenize(text) -> tokens``.
+
+    Handed to the unchanged ROUGE scoring (see :mod:`pipeline.metrics.rouge.family`).
+    Picklable: only the settings travel; the segmenter, stemmer and caches are built in
+    each process on first use.
+
+    Args:
+        language: a language name (aliases resolved by :func:`canonical_language`).
+        stem: apply the language's stemmer (``--stemmer language``).
+        japanese_dictionary: ``unidic-lite`` (default) or ``unidic`` (full UniDic, installed
+            and downloaded by the user).
+
+    Raises:
+        ConfigError: a missing extra (the segmenter or stemmer cannot be imported), or an
+            unknown Japanese dictionary; raised by :meth:`load`, which the constructor calls.
+    """
+
+    def __init__(self, language: str, *, stem: bool = False,
+                 japanese_dictionary: str = "unidic-lite") -> None:
+        if japanese_dictionary not in JAPANESE_DICTIONARIES:
+            raise ConfigError(f"unknown Japanese dictionary {japanese_dictionary!r}",
+                              hint="choose one of " + ", ".join(JAPANESE_DICTIONARIES))
+        self.language = canonical_language(language)
+        self.stem = stem
+        self.japanese_dictionary = japanese_dictionary
+        self._loaded = False
+        self.load()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"language": self.language, "stem": self.stem,
+                "japanese_dictionary": self.japanese_dictionary}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._loaded = False
+
+    def load(self) -> None:
+        """Import the segmenter and stemmer (once per process).
+
+        Raises:
+            ConfigError: the ``multilingual`` extra is missing.
+        """
+        if self._loaded:
+            return
+        try:
+            import pyonmttok
+        except ImportError:
+            raise _missing("pyonmttok", self.language) from None
+        self._pretokenizer = pyonmttok.Tokenizer("aggressive")
+        self._segment = _segmenter(self.language, self.japanese_dictionary)
+        self._stemmer = _stemmer(self.language) if self.stem else None
+        self._cache: dict[str, list[str]] = {}
+        self._xlsum_cache: dict[str, list[str]] = {}
+        self._stem_cache: dict[str, str] = {}
+        self._loaded = True
+
+    @property
+    def segmenter_name(self) -> str:
+        """The segmenter's name (``onmt-aggressive`` for the fallback)."""
+        return SEGMENTERS.get(self.language, "onmt-aggressive")
+
+    @property
+    def stemmer_name(self) -> str:
+        """The stemmer's name, ``none`` when not stemming or the language has none."""
+        return STEMMER_NAMES.get(self.language, "none") if self.stem else "none"
+
+    def _stemmed(self, tokens: list[str]) -> list[str]:
+        stemmer = self._stemmer
+        if stemmer is None:
+            return [t for t in tokens if t]
+        memo = self._stem_cache
+        out = []
+        for token in tokens:
+            stem = memo.get(token)
+            if stem is None:
+                stem = stemmer(token) if len(token) > MIN_STEM_LENGTH else token
+                if len(memo) >= _CACHE_MAX:
+                    memo.clear()
+                memo[token] = stem
+            if stem:
+                out.append(stem)
+        return out
+
+    def tokenize(self, text: str | None) -> list[str]:
+        """Tokens of one text, the full pipeline (steps 1-5 of the module docstring).
+
+        Args:
+            text: any string (None is the empty text). Newlines are white space.
+
+        Returns:
+            The tokens in order (possibly ``' '`` tokens from jieba or pythainlp).
+        """
+        if not text:
+            return []
+        if not self._loaded:
+            self.load()
+        tokens = self._cache.get(text)
+        if tokens is None:
+            tokens = self._stemmed(self._segmented(text))
+            if len(self._cache) >= _CACHE_MAX:
+                self._cache.clear()
+            self._cache[text] = tokens
+        return tokens
+
+    def _segmented(self, text: str) -> list[str]:
+        clean = " ".join(clean_words(text.lower()))
+        tokens = self._segment(clean) if self._segment is not None and clean else []
+        if not tokens and clean:
+            pieces, _ = self._pretokenizer.tokenize(clean)
+            tokens = _split_ideographs(" ".join(pieces))
+        return tokens
+
+    def tokenize_xlsum_line(self, line: str | None) -> list[str]:
+        """Tokens of one line as XL-Sum's own rougeLsum makes them (steps 1, 2 and 5).
+
+        Args:
+            line: one line of a text.
+
+        Returns:
+            The lower-cased, cleaned, stemmed words (no segmenter, no OpenNMT).
+        """
+        if not line:
+            return []
+        if not self._loaded:
+            self.load()
+        tokens = self._xlsum_cache.get(line)
+        if tokens is None:
+            tokens = self._stemmed(clean_words(line.lower()))
+            if len(self._xlsum_cache) >= _CACHE_MAX:
+                self._xlsum_cache.clear()
+            self._xlsum_cache[line] = tokens
+        return tokens
+
+
+@cache
+def package_version(name: str) -> str:
+    """An installed distribution's version, ``?`` when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+_TOKENIZERS: dict[tuple[str, bool, str], LanguageTokenizer] = {}
+
+
+def get_language_tokenizer(language: str, *, stem: bool = False,
+                           japanese_dictionary: str = "unidic-lite") -> LanguageTokenizer:
+    """The process's shared :class:`LanguageTokenizer` for a setting (its caches shared too).
+
+    Raises:
+        ConfigError: as :class:`LanguageTokenizer`.
+    """
+    key = (canonical_language(language), stem, japanese_dictionary)
+    tokenizer = _TOKENIZERS.get(key)
+    if tokenizer is None:
+        tokenizer = LanguageTokenizer(key[0], stem=stem, japanese_dictionary=japanese_dictionary)
+        _TOKENIZERS[key] = tokenizer
+    return tokenizer
+
+
+
+
+def clear_caches() -> None:
+    """Forget every memoized token list (segmenters stay loaded); for benchmarks and tests."""
+    _JIEBA_BLOCKS.clear()
+    for tokenizer in _TOKENIZERS.values():
+        if tokenizer._loaded:
+            tokenizer._cache.clear()
+            tokenizer._xlsum_cache.clear()
+            tokenizer._stem_cache.clear()
+
+
+def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
+                     ) -> tuple[str, ...]:
+    """The modules a language's tokenizer imports (all from the ``multilingual`` extra)."""
+    language = canonical_language(language)
+    modules = ["pyonmttok"]
+    modules += {"chinese": ["jieba"], "thai": ["pythainlp"],
+                "japanese": ["fugashi", japanese_dictionary.replace("-", "_")]
+                }.get(language, [])
+    if stem and STEMMER_NAMES.get(language) == "turkishstemmer":
+        modules.append("TurkishStemmer")
+    return tuple(modules)
+
+
+def check_installed(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
+                    ) -> None:
+    """Fail early, in one line naming the extra, when a language's packages are missing.
+
+    Raises:
+        ConfigError: a module of :func:`required_modules` cannot be found.
+    """
+    import importlib.util
+
+    for module in required_modules(language, stem=stem,
+                                   japanese_dictionary=japanese_dictionary):
+        if importlib.util.find_spec(module) is None:
+            raise _missing(module, language)
+
+
+def signature_versions(language: str | None, *, stem: bool,
+                       japanese_dictionary: str = "unidic-lite") -> str:
+    """``package-version`` pairs joined by ``+`` that a setting's tokens depend on.
+
+    For a single language, its packages; for a per-row column (``language`` None), every
+    segmenter and stemmer package of the extra.
+    """
+    if language is None:
+        names = ["pyonmttok", "jieba", "fugashi", japanese_dictionary, "pythainlp"]
+        if stem:
+            names += ["nltk", "TurkishStemmer"]
+    else:
+        language = canonical_language(language)
+        names = ["pyonmttok"] + {"chinese": ["jieba"], "thai": ["pythainlp"],
+                                 "japanese": ["fugashi", japanese_dictionary]
+                                 }.get(language, [])
+        kind = STEMMER_NAMES.get(language, "") if stem else ""
+        if kind.startswith("snowball"):
+            names.append("nltk")
+        elif kind == "turkishstemmer":
+            names.append("TurkishStemmer")
+    return "+".join(f"{n.lower()}-{package_version(n)}" for n in names)
+
+
+__all__ = ["ALIASES", "EXTRA", "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS",
+           "SNOWBALL_LANGUAGES", "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem",
+           "burmese_syllables", "canonical_language", "check_installed", "check_language",
+           "clean_words", "clear_caches", "get_language_tokenizer", "hindi_stem", "package_version",
+           "required_modules", "signature_versions", "snowball_stopwords"]

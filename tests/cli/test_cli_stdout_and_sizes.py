@@ -1,0 +1,134 @@
+"""The command line under hostile use: stdout that cannot be written (a full disk, a closed
+pipe) and sizes no machine can hold (issue 25, items 4 and 5).
+
+Run as the ``overlap`` process (``python -m pipeline.cli``): stdout is a real file
+descriptor, and the exit code is the process's own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+
+N = 40
+WORDS = [f"w{i}" for i in range(12)]
+
+
+def _inputs(folder: Path, *, drop: int) -> str:
+    """N examples whose prediction is the reference minus its last ``drop`` words."""
+    folder.mkdir(parents=True, exist_ok=True)
+    refs = [" ".join(WORDS[i % 3:]) for i in range(N)]
+    preds = [" ".join(r.split()[:len(r.split()) - drop]) for r in refs]
+    path = folder / "p.parquet"
+    pq.write_table(pa.table({"id": [f"e{i}" for i in range(N)], "prediction": preds,
+                             "references": [[r] for r in refs]}), path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[str, str]:
+    """A baseline and a candidate that lost a third of its words: compare alarms (exit 1)."""
+    tmp = tmp_path_factory.mktemp("runs")
+    out = []
+    for name, drop in (("base", 0), ("cand", 4)):
+        result = CliRunner().invoke(main, ["score", _inputs(tmp / name, drop=drop), "--output",
+                                           str(tmp / f"run-{name}"), "--metrics", "rouge1",
+                                           "--engine", "local", "--bootstrap", "20"])
+        assert result.exit_code == 0, result.output
+        out.append(str(tmp / f"run-{name}"))
+    return out[0], out[1]
+
+
+def overlap(*args: str, stdout=subprocess.PIPE, cwd: Path | None = None
+            ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=300, cwd=cwd)
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("Error")]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+# --- item 4: stdout on a full disk, stdout a closed pipe --------------------------------------
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("command", ["signature", "compare-alarm", "compare-quiet", "score"])
+def test_a_full_stdout_is_one_line_and_exit_4_never_the_alarms_1(runs, tmp_path, command):
+    base, cand = runs
+    args = {"signature": ["signature", "--metrics", "rouge1"],
+            "compare-alarm": ["compare", base, cand],
+            "compare-quiet": ["compare", base, base],
+            "score": ["score", _inputs(tmp_path / "in", drop=1), "--output",
+                      str(tmp_path / "out"), "--metrics", "rouge1", "--engine", "local",
+                      "--bootstrap", "0"]}[command]
+    with open("/dev/full", "w") as full:
+        done = overlap(*args, stdout=full)
+    assert done.returncode == 4, (done.returncode, done.stderr)
+    line = _one_error_line(done.stderr)
+    assert "stdout" in line and "No space left on device" in line, line
+    would = {"compare-alarm": "1", "signature": "0", "compare-quiet": "0", "score": "0"}
+    assert f"exit code {would[command]}" in line, line
+    if command == "score":  # the run itself is complete: only its summary was lost
+        assert (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_a_closed_pipe_keeps_the_commands_exit_code_without_a_traceback(runs):
+    base, cand = runs
+    for args, code in ((["compare", base, cand, "--format", "table"], 1),
+                       (["compare", base, base, "--format", "table"], 0)):
+        proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the command writes (`| head -0`)
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=300) == code, stderr
+        assert "Traceback" not in stderr and "Error" not in stderr, stderr
+
+
+# --- item 5: sizes no machine can hold -------------------------------------------------------
+
+def test_score_bootstrap_beyond_memory_is_refused_up_front_with_nothing_staged(tmp_path):
+    out = tmp_path / "out"
+    done = overlap("score", _inputs(tmp_path / "in", drop=1), "--output", str(out),
+                   "--engine", "local", "--bootstrap", str(10**10))
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done.stderr)
+    assert "bootstrap" in line and "memory" in line and "at most" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # no staging, no output
+    big = overlap("score", _inputs(tmp_path / "in", drop=1), "--output", str(out),
+                  "--engine", "local", "--bootstrap", str(10**20))
+    assert big.returncode == 2 and "at most" in _one_error_line(big.stderr), big.stderr
+
+
+def test_compare_n_bootstrap_beyond_memory_is_refused_with_exit_2(runs, tmp_path):
+    base, cand = runs
+    for n in (10**10, 10**20):
+        done = overlap("compare", base, cand, "--n-bootstrap", str(n), "--output",
+                       str(tmp_path / "cmp"))
+        assert done.returncode == 2, done.stderr
+        line = _one_error_line(done.stderr)
+        assert "n_bootstrap" in line and "memory" in line, line
+        assert not (tmp_path / "cmp").exists()
+
+
+def test_top_and_history_window_are_bounded_by_the_data_not_refused(runs, tmp_path):
+    # --top N lists at most the paired examples and --history-window N at most the nights
+    # there are: a huge N costs nothing, so it is taken as "all"
+    base, cand = runs
+    done = overlap("compare", base, cand, "--top", str(10**20), "--history-window",
+                   str(10**20), "--history", str(tmp_path), "--format", "table")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert sum(1 for line in done.stdout.splitlines() if line.strip().startswith("e")) <= N
