@@ -627,7 +627,8 @@ def check_nightly_compare_options(compare_options: Mapping[str, Any] | None,
     # the nightly always compares with --history ROOT (a reference run is then allowed)
     check_options(history="ROOT", **{k: v for k, v in options.items()
                                      if k not in ("allow_signature_mismatch", "engine",
-                                                  "address", "num_cpus", "seed")})
+                                                  "address", "num_cpus", "seed", "scratch",
+                                                  "allow_local_paths")})
     have = measures_of(config.scoring.specs())
     measures = list(options.get("measures") or ())
     for name in [*measures, *options.get("bands", {})]:
