@@ -23,9 +23,6 @@ import click
 
 from pipeline import __version__
 
-# ``overlap --verbose`` (or OVERLAP_VERBOSE=1): show what Ray prints while a command runs.
-_VERBOSE: list[bool] = []
-
 
 class _Discard(io.TextIOBase):
     """A text stream that drops what it is given (Ray's messages without --verbose)."""
@@ -58,7 +55,9 @@ def results_only_stdout() -> Iterator[None]:
         os.dup2(2, 1)
     except OSError:  # no file descriptors (an embedding host): Python's level only
         saved = None
-    verbose = bool(_VERBOSE) or os.environ.get("OVERLAP_VERBOSE", "") not in ("", "0")
+    # ``overlap --verbose`` sets it too (see main)
+    verbose = os.environ.get("OVERLAP_VERBOSE", "").strip().lower() not in (
+        "", "0", "false", "no", "off")
     try:
         with contextlib.redirect_stdout(sys.stderr if verbose else _Discard()):
             yield
@@ -411,6 +410,5 @@ def main(verbose: bool = False) -> None:
     Score a run, compare it with a baseline (alarms beyond run-to-run noise), publish it to
     Delta or Iceberg tables, write an HTML report, explain one example's score.
     """
-    _VERBOSE.clear()
-    if verbose:
-        _VERBOSE.append(True)
+    if verbose:  # read where Ray's output is kept or shown (here and pipeline.engine)
+        os.environ["OVERLAP_VERBOSE"] = "1"
