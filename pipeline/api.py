@@ -529,7 +529,11 @@ def compare(
     cluster = where == "ray" and settings.resolved_address() is not None
     if cluster:  # (the default scratch is beside the output or the candidate: checked)
         _check_cluster_paths(settings, {"BASELINE_DIR": baseline_dir,
-                                        "CANDIDATE_DIR": candidate_dir, "--history": history,
+                                        "CANDIDATE_DIR": candidate_dir,
+                                        # a History already read (the nightly's) was read
+                                        # here: only a ROOT the workers read is checked
+                                        "--history": history if isinstance(history, str)
+                                        else None,
                                         "--output": output, "--scratch": scratch})
         scratch = scratch or scratch_base(output, candidate_dir)
     given: dict[str, Any] = {
