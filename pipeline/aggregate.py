@@ -46,11 +46,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import stats
-from pipeline.config import Threshold
 from pipeline.errors import InputError
 from pipeline.machine import usable_cpus
 from pipeline.metrics.base import MetricSpec
 from pipeline.metrics.registry import specs as registry_specs
+from pipeline.scoring import Threshold
 from pipeline.stats import Estimate, exact_mean
 
 RESAMPLES_PER_CHUNK = 252

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import secrets
 import time
@@ -629,10 +630,9 @@ def check_nightly_compare_options(compare_options: Mapping[str, Any] | None,
 
     options = {k: v for k, v in (compare_options or {}).items() if v is not None}
     # the nightly always compares with --history ROOT (a reference run is then allowed)
+    checked = inspect.signature(check_options).parameters  # the statistics' options
     check_options(history="ROOT", **{k: v for k, v in options.items()
-                                     if k not in ("allow_signature_mismatch", "engine",
-                                                  "address", "num_cpus", "seed", "scratch",
-                                                  "allow_local_paths")})
+                                     if k in checked and k != "history"})
     have = measures_of(config.scoring.specs())
     measures = list(options.get("measures") or ())
     for name in [*measures, *options.get("bands", {})]:

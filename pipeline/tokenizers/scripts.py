@@ -10,16 +10,26 @@ the ``regex`` package reads it.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Iterable
-
-import regex
+from typing import Any
 
 NO_SPACE_SCRIPTS = ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar",
                     "Tibetan")
-_NO_SPACE = regex.compile("[" + "".join(f"\\p{{{s}}}" for s in NO_SPACE_SCRIPTS) + "]")
-_NO_SPACE_BUT_HAN = regex.compile(
-    "[" + "".join(f"\\p{{{s}}}" for s in NO_SPACE_SCRIPTS if s != "Han") + "]")
+
+
+@functools.cache
+def _no_space(han_split: bool) -> Any:
+    """The pattern of a character of a script written without spaces (no Han if ``han_split``).
+
+    Compiled on first use, so that importing this module (the kernels' build imports the
+    metric modules) needs no ``regex``.
+    """
+    import regex
+
+    scripts = [s for s in NO_SPACE_SCRIPTS if not (han_split and s == "Han")]
+    return regex.compile("[" + "".join(f"\\p{{{s}}}" for s in scripts) + "]")
 
 
 def count_unsegmented(texts: Iterable[str | None], *, han_split: bool = False) -> int:
@@ -33,7 +43,7 @@ def count_unsegmented(texts: Iterable[str | None], *, han_split: bool = False) -
     Returns:
         A count, 0 <= . <= the number of texts.
     """
-    pattern = _NO_SPACE_BUT_HAN if han_split else _NO_SPACE
+    pattern = _no_space(han_split)
     return sum(1 for t in texts if t and pattern.search(t) is not None)
 
 

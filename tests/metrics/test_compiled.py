@@ -302,3 +302,34 @@ def test_a_million_row_score_in_a_fresh_process_compiles_nothing(tmp_path):
     assert len(list((tmp_path / "run" / "examples").glob("*.parquet"))) == 4
     aggregate = pq.read_table(tmp_path / "run" / "aggregate.parquet")
     assert aggregate.num_rows > 0
+
+
+def test_the_kernel_sources_import_with_the_build_requirements_only():
+    # setup.py compiles the kernels in pip's build environment, which holds only the
+    # [build-system] requirements: a kernel module that imports anything else at its top
+    # (regex, pandas...) leaves the kernels uncompiled, silently (numba's JIT at run time).
+    from pathlib import Path
+
+    from tests.house.test_dependencies import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    build = tomllib.loads((root / "pyproject.toml").read_text())["build-system"]["requires"]
+    allowed = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower() for r in build}
+    code = f"""
+import importlib.abc, sys
+ALLOWED = {sorted(allowed)!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top in sys.stdlib_module_names or top == "pipeline" or top.lower() in ALLOWED \\
+                or top in ("llvmlite", "_distutils_hack"):
+            return None
+        raise ImportError(f"{{name}} is not a build requirement")
+sys.meta_path.insert(0, Block())
+from pipeline import compiled
+for module in compiled.SOURCES:
+    importlib.import_module(module)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
