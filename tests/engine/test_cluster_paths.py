@@ -177,3 +177,17 @@ def test_nightly_plot_on_object_storage_is_drawn_here_and_uploaded(runs):
     loc = locate(uri)
     with loc.fs.open_input_stream(loc.path) as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_history_already_read_is_no_path_to_check_on_a_cluster():
+    """The nightly hands compare the History it read (its earlier nights), not a ROOT: the
+    cluster's path check took it for a path (AttributeError: 'History' object has no
+    attribute 'partition'; every nightly comparison on a cluster failed). Past the check,
+    the address is tried (nothing listens there: exit 4)."""
+    from pipeline.compare.history import History
+    from pipeline.errors import ExecutionError
+
+    history = History(source="s3://bucket/nights", nights=(), window=14)
+    with pytest.raises(ExecutionError, match="could not connect"):
+        api.compare("s3://bucket/nights/a", "s3://bucket/nights/b", history=history,
+                    output="s3://bucket/cmp", address=NOWHERE, engine="ray")
