@@ -14,7 +14,9 @@ bootstrap means); a corpus value is the function of the correctly rounded column
 Interval: percentile interval of a Poisson bootstrap (:mod:`pipeline.stats`): ``n_bootstrap``
 resamples give each example a Poisson(1) weight drawn from the seed and the example's id
 (its position when no id column is given), and recompute every value of the scope from the
-weighted sums: ``sum(w x) / sum(w)`` for a mean, ``f(sum(w s))`` for a corpus score. All values
+weighted sums: ``sum(w x) / sum(w)`` for a mean, ``f(sum(w s))`` for a corpus score (for a
+spec with ``corpus_sized``, BLEU, ``f(sum(w s) x n / sum(w))``: see
+:func:`pipeline.stats.evaluate`). All values
 of a scope share the resamples. An example has the same weights in the whole run and in its
 group, so the ``all`` interval does not depend on the grouping, and a group's interval only on
 its own examples; sums are exact, so nothing depends on row order, partitioning, chunking or
@@ -112,7 +114,8 @@ def _layout(specs: Sequence[MetricSpec], thresholds: Sequence[Threshold]
             rows.append(_Row(s.name, measure, "mean", None, Estimate((col(name),))))
         if s.corpus is not None:
             rows.append(_Row(s.name, s.primary, "corpus", None,
-                             Estimate(tuple(col(c) for c in s.statistic_columns), s.corpus),
+                             Estimate(tuple(col(c) for c in s.statistic_columns), s.corpus,
+                                      s.corpus_sized),
                              s if s.breakdown is not None else None))
     for t in thresholds:
         rows.append(_Row(t.metric, t.measure, "pass_rate", t.at, Estimate((col(t.column),))))
@@ -357,8 +360,9 @@ def aggregate(table: pa.Table | Callable[[list[str]], pa.Table], *,
             for s in range(len(bounds)):
                 sums = np.concatenate([r[s][0] for r in results])
                 totals = np.concatenate([r[s][1] for r in results])
+                stop, start = bounds[s][1], bounds[s][0]
                 intervals[b0 + s] = stats.percentile_interval(
-                    stats.evaluate(estimates, sums, totals), confidence)
+                    stats.evaluate(estimates, sums, totals, size=stop - start), confidence)
             del results
 
     used = sorted({c for e in estimates for c in e.columns})
@@ -670,7 +674,7 @@ def aggregate_parts(uris: Sequence[str], *, metrics: Sequence[str | MetricSpec],
                         sums += share[mk][0]  # exact: multiples of the scope's grid
                         totals += share[mk][1]
                 intervals[i] = stats.percentile_interval(
-                    stats.evaluate(estimates, sums, totals), confidence)
+                    stats.evaluate(estimates, sums, totals, size=ordered[i].n), confidence)
             del shares
     out = []
     used = sorted({c for e in estimates for c in e.columns})

@@ -531,8 +531,7 @@ def compare(
     if cluster:  # (the default scratch is beside the output or the candidate: checked)
         _check_cluster_paths(settings, {"BASELINE_DIR": baseline_dir,
                                         "CANDIDATE_DIR": candidate_dir,
-                                        # a History already read (the nightly's) was read
-                                        # here: only a ROOT the workers read is checked
+                                        # a History already read needs no reading here
                                         "--history": history if isinstance(history, str)
                                         else None,
                                         "--output": output, "--scratch": scratch})
@@ -1145,7 +1144,7 @@ def explain(
         raise ConfigError("explain takes either texts or a run directory with an example id")
     from pipeline.errors import InputError
     from pipeline.io.runs import open_run
-    from pipeline.report.texts import read_texts, typed_ids
+    from pipeline.report.texts import example_languages, read_texts, typed_ids
 
     run = open_run(run_dir)
     key = typed_ids(run, [example_id])[0]
@@ -1158,6 +1157,12 @@ def explain(
         raise InputError(f"{run_dir}: the prediction of {run.id_column} {example_id!r} cannot "
                          "be read (the run did not keep texts and its inputs changed)")
     merged = {**run_settings(run.config), **settings}
+    languages = None if "language" in settings else example_languages(run, [key])
+    if languages is not None:  # --language column:COL: the row's own language
+        if not languages.get(key):
+            raise InputError(f"{run_dir}: {run.id_column} {example_id!r} has no language in "
+                             f"the run's column {run.config['language']!r}")
+        merged["language"] = languages[key]
     if metrics is None and any(p.key in settings for p in registry.presets()):
         # a preset given (e.g. ROUGE-1.5.5's flags) sets the metrics
         merged.pop("metrics", None)

@@ -165,6 +165,40 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+_ROUGE_VIEWS = ("rouge", "xlsum", "xlsum-lines")
+
+
+def zero_token_warnings(explanation: Explanation) -> list[str]:
+    """``warning: ...`` lines for texts with letters but no ROUGE token (silent zeros).
+
+    One line per ROUGE view (``rouge``, ``xlsum``, ``xlsum-lines``) where a text that is not
+    only white space has no token (e.g. Chinese under rouge-score's tokenizer, which keeps
+    ``[a-z0-9]`` only), naming the texts' scripts and the options that fix it; the same
+    texts the run's ``zero_token_texts`` count holds. Empty when there is none.
+    """
+    from pipeline.tokenizers.scripts import letter_script
+
+    out = []
+    for name, (pred, refs) in explanation.views.items():
+        if name not in _ROUGE_VIEWS:
+            continue
+        empty = [(label, t) for label, t in [("prediction", pred),
+                                             *((f"reference {i}", r)
+                                               for i, r in enumerate(refs))]
+                 if not t.tokens and t.text and not t.text.isspace()]
+        if not empty:
+            continue
+        scripts = sorted({s for _, t in empty if (s := letter_script(t.text))})
+        fix = ("is it the texts' language?" if name != "rouge" else
+               "for text not in Latin script: --language LANG, XL-Sum's per-language "
+               "tokenizer, or --tokenizer unicode")
+        out.append(f"warning: {', '.join(label for label, _ in empty)} "
+                   f"{'has' if len(empty) == 1 else 'have'} no token in view {name}"
+                   + (f" (scripts: {', '.join(scripts)})" if scripts else "")
+                   + f", so ROUGE is 0 ({fix})")
+    return out
+
+
 def _tokens_line(label: str, t: Tokens, *, shown: bool = False) -> str:
     lines = sum(1 for a, b in t.sentences if b > a)
     extra = f", {_count(lines, 'sentence')}" if len(t.sentences) > 1 else ""
@@ -233,7 +267,7 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     """
     e = explanation
     sig = "|".join(f"{k}:{v}" for k, v in e.settings.get("signature", {}).items())
-    out = [f"settings: {sig}"]
+    out = [f"settings: {sig}", *zero_token_warnings(explanation)]
     for name, (pred, refs) in e.views.items():
         out.append(f"tokens ({name})")
         out.append("  " + _tokens_line("prediction", pred, shown=name.startswith("xlsum")))

@@ -244,21 +244,34 @@ class Estimate:
             corpus function's order) for a corpus score.
         corpus: the corpus function (summed statistics (R, S) -> (R,)); None for the mean of
             the single column.
+        sized: the corpus function depends on the sums' scale (see :func:`evaluate`).
 
     """
 
     columns: tuple[int, ...]
     corpus: CorpusScore | None = None
+    sized: bool = False
 
 
-def evaluate(estimates: Sequence[Estimate], sums: np.ndarray, totals: np.ndarray
-             ) -> np.ndarray:
+def evaluate(estimates: Sequence[Estimate], sums: np.ndarray, totals: np.ndarray, *,
+             size: float | None = None) -> np.ndarray:
     """Estimates from weighted column sums.
+
+    A mean is ``sum(w x) / sum(w)``. A corpus score is its function of the weighted sums;
+    for an estimate marked ``sized``, given ``size`` (a resample's), of the sums scaled to
+    that many examples, ``sum(w s) x size / sum(w)``, as the multinomial bootstrap's
+    resamples all have the scope's size (Efron & Tibshirani 1993, ch. 6). The scale matters
+    where the function is not a ratio of the sums: sacrebleu's BLEU smoothing (``exp``:
+    ``100 / (2^k x total)``, ``floor``, ``add-k``) scores a corpus counted twice otherwise,
+    so without it a one-example group's interval ran from half its value to its value
+    (issue 25, item 28). Functions of ratios (chrF) are left unscaled, bit for bit.
 
     Args:
         estimates: M estimates.
         sums: float64 (R, k) weighted column sums.
         totals: float64 (R,) sums of the weights; rows with total 0 give NaN.
+        size: the number of examples the sums are of (the scope's), > 0; None: the sums as
+            they are (point estimates, whose weights are all 1).
 
     Returns:
         float64 (R, M).
@@ -267,11 +280,15 @@ def evaluate(estimates: Sequence[Estimate], sums: np.ndarray, totals: np.ndarray
     out = np.empty((sums.shape[0], len(estimates)))
     empty = totals <= 0
     with np.errstate(invalid="ignore", divide="ignore"):
+        scale = None if size is None else (float(size) / totals)[:, None]
         for m, e in enumerate(estimates):
             if e.corpus is None:
                 out[:, m] = sums[:, e.columns[0]] / totals
             else:
-                out[:, m] = np.asarray(e.corpus(sums[:, list(e.columns)]), dtype=np.float64)
+                these = sums[:, list(e.columns)]
+                if scale is not None and e.sized:
+                    these = these * scale
+                out[:, m] = np.asarray(e.corpus(these), dtype=np.float64)
     out[empty] = np.nan
     return out
 
@@ -405,7 +422,7 @@ def bootstrap(values: np.ndarray, hashes: np.ndarray, estimates: Sequence[Estima
     grid = to_grid(values, max_weight=MAX_WEIGHT["poisson"])
     sums, totals = resample_sums_threaded(grid, keys, weights="poisson", first=0,
                                           count=n_bootstrap, threads=threads)
-    return evaluate(estimates, sums, totals)
+    return evaluate(estimates, sums, totals, size=values.shape[0])
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float

@@ -11,8 +11,9 @@ Then prints the tokenizer's throughput in MB/s of UTF-8 text, and times a pair o
 10,000-token texts and one of 100,000-token texts (rougeL + rougeLsum) and reports their
 peak memory.
 
-Corpora are resampled from real summaries: ../shared/data when present, else the bundled
-REALSumm set.
+Corpora are resampled from real summaries of CNN/DailyMail articles: REALSumm and SummEval
+from ../shared/data when present (system outputs, pointer-generator among them, and
+references), else the bundled REALSumm set.
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python scripts/bench_kernel.py [--repeats 5] [--quick]
@@ -37,13 +38,17 @@ import pyarrow.parquet as pq  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 METRICS = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+# The CNN/DailyMail system outputs and references of ../shared/data (REALSumm, SummEval):
+# English news summaries. Its other sets (13 languages, SQuAD answers) are another shape, and
+# one text with U+0130 or U+212A sends a whole batch down the tokenizer's string path.
+CNN_DM = ("realsumm", "summeval_multiref11")
 
 
 def load_sentences() -> list[str]:
     """All sentences of predictions and references from the available real data."""
     texts: list[str] = []
     if SHARED.is_dir():
-        for f in sorted(SHARED.glob("*/examples.parquet")):
+        for f in [SHARED / name / "examples.parquet" for name in CNN_DM]:
             t = pq.read_table(f, columns=["prediction", "references"]).to_pydict()
             texts += t["prediction"]
             texts += [r for refs in t["references"] for r in refs]
@@ -194,14 +199,76 @@ def long_pair(n_tokens: int, *, vocab_size: int = 2000, repeats: int = 1) -> Non
           f"rougeL F={res.column('rougeL_fmeasure')[0].as_py():.4f}")
 
 
+def stages(repeats: int, n: int) -> None:
+    """Where a short pair's time goes: microseconds per pair per stage, CPU time, one core.
+
+    Stages, each timed alone on the same corpus (short shape, Arrow input) and taken in turn:
+    tokenizing (bytes to ids, the id hash table), the stemmer's id remap (porter minus
+    none), score_pairs with one metric at a time (rouge1: unigram counts; rouge2: bigram
+    hashing and counts; rougeL: the bit-parallel LCS; rougeLsum: the union LCS) and with
+    the four together, the whole Scorer.score_batch (the rest: flattening Arrow, combining
+    references, building the table), and rouge-score-rs's score_batch per pair.
+    """
+    import pyarrow as pa
+
+    from pipeline.compiled import kernel
+    from pipeline.metrics.rouge.family import _code
+    from pipeline.tokenizers.rouge_score import get_tokenizer, tokenize_batch
+
+    preds, refs = corpus("short", n)
+    apreds, arefs = as_arrow(preds, refs)
+    texts = pa.array(preds + [r[0] for r in refs], pa.large_string())
+    tok = get_tokenizer("rouge-score")
+    pair_pred = np.arange(n, dtype=np.int64)
+    pair_ref = np.arange(n, 2 * n, dtype=np.int64)
+    score_pairs = kernel("score_pairs")
+
+    def cpu(fn) -> float:
+        c0 = time.process_time()
+        fn()
+        return time.process_time() - c0
+
+    def scorer_fn(stemmer):
+        return partial(run_ours, apreds, arefs, stemmer == "porter", batch_size=n)
+
+    for stemmer in ("none", "porter"):
+        batch = tokenize_batch(texts, tokenizer=tok, stemmer=stemmer)
+        cases = {"tokenize (bytes to ids)": partial(tokenize_batch, texts, tokenizer=tok,
+                                                    stemmer=stemmer)}
+        for m in (*METRICS, "all four"):
+            codes = np.array([_code(x) for x in (METRICS if m == "all four" else [m])],
+                             dtype=np.int64)
+            cases[f"score_pairs {m}"] = partial(score_pairs, batch.tokens, batch.line_offsets,
+                                                batch.text_line_offsets, pair_pred, pair_ref,
+                                                codes, batch.vocab_size)
+        cases["Scorer.score_batch (whole)"] = scorer_fn(stemmer)
+        cases["rouge-score-rs score_batch"] = partial(run_rs, preds, refs, stemmer == "porter")
+        for fn in cases.values():  # warm up
+            fn()
+        times: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(repeats):
+            for k, fn in cases.items():
+                times[k].append(cpu(fn) / n * 1e6)
+        print(f"\nstemmer {stemmer}: microseconds per pair, CPU time on one core, median "
+              f"(min-max) of {repeats}; {n:,} short pairs, {len(batch.tokens) / (2 * n):.0f} "
+              "tokens a text")
+        for k, ts in times.items():
+            print(f"  {k:32} {statistics.median(ts):6.2f} ({min(ts):.2f}-{max(ts):.2f})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smaller corpora")
+    ap.add_argument("--stages", action="store_true",
+                    help="only the per-stage times of a short pair (see stages())")
     args = ap.parse_args()
     warnings.simplefilter("ignore")  # e.g. rougeLsum on one-sentence texts
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    if args.stages:
+        stages(args.repeats, 4000 if args.quick else 20000)
+        return 0
     sizes = {"short": 20000, "long": 2000, "multiref": 5000}
     rs_sizes = {"short": 300, "long": 40, "multiref": 100}  # rouge-score is slow
     if args.quick:

@@ -234,7 +234,9 @@ def build_matrices(frame: pd.DataFrame, *, id_column: str, system_column: str,
         dup = uniq[counts > 1][0]
         ids = frame[id_column][flat == dup].iloc[:5].tolist()
         raise InputError(f"two judged examples for one {what} cell: ids "
-                         f"{', '.join(map(repr, ids))}")
+                         f"{', '.join(map(repr, ids))}",
+                         hint="name columns that tell them apart with --system-column "
+                              "and --input-column")
     cells.ravel()[flat] = np.arange(len(frame))
 
     def pivot(values: np.ndarray) -> np.ndarray:
@@ -483,24 +485,38 @@ def _tests(m: Matrices, levels: Sequence[str], settings: AgreeSettings,
 def _groups(frame: pd.DataFrame, m: Matrices, levels: Sequence[str], group_by: Sequence[str],
             settings: AgreeSettings, samples: dict[tuple[Any, ...], np.ndarray | None],
             result: AgreementResult) -> None:
-    """Each group's rows, and a bootstrap test of its difference from the rest."""
-    shape = m.cells.shape
+    """Each group's rows, and a bootstrap test of its difference from the rest.
+
+    A group's bootstrap resamples the group's own systems and inputs (the rows and columns
+    holding one of its examples), and the rest's those of the rest, so that every resample
+    of a group holds as many systems and inputs as the group (seeds ``seed + 2 + g`` and
+    ``seed + 1_000_003 + g`` for the g-th group in sorted order).
+    """
+    present = m.cells >= 0
+    method = settings.resampling if m.inputs != [None] else "systems"
+
+    def part(cells: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, Indices | None]:
+        if not cells.any():  # no example (the rest of a single group): undefined values
+            cells = np.ones_like(cells)
+        rows = np.asarray(cells.any(axis=1))
+        cols = np.asarray(cells.any(axis=0))
+        shape = (int(rows.sum()), int(cols.sum()))
+        indices = (draw_indices(*shape, method=method, n_resamples=settings.n_resamples,
+                                seed=seed) if settings.n_resamples > 0 else None)
+        return rows, cols, indices
+
     for g, (group, mask) in enumerate(_group_masks(frame, m, group_by)):
-        indices = (draw_indices(shape[0], shape[1], method=settings.resampling
-                                if m.inputs != [None] else "systems",
-                                n_resamples=settings.n_resamples, seed=settings.seed + 2 + g)
-                   if settings.n_resamples > 0 else None)
-        rest_indices = (draw_indices(shape[0], shape[1], method=settings.resampling
-                                     if m.inputs != [None] else "systems",
-                                     n_resamples=settings.n_resamples,
-                                     seed=settings.seed + 1_000_003 + g)
-                        if settings.n_resamples > 0 else None)
+        rest_mask = present & ~mask
+        g_rows, g_cols, indices = part(mask, settings.seed + 2 + g)
+        r_rows, r_cols, rest_indices = part(rest_mask, settings.seed + 1_000_003 + g)
         for human, Z in m.humans.items():
             for level in levels:
                 for name in settings.coefficients:
                     for measure, X in m.measures.items():
-                        Xg, Zg = np.where(mask, X, np.nan), np.where(mask, Z, np.nan)
-                        Xr, Zr = np.where(mask, np.nan, X), np.where(mask, np.nan, Z)
+                        Xg = np.where(mask, X, np.nan)[g_rows][:, g_cols]
+                        Zg = np.where(mask, Z, np.nan)[g_rows][:, g_cols]
+                        Xr = np.where(rest_mask, X, np.nan)[r_rows][:, r_cols]
+                        Zr = np.where(rest_mask, Z, np.nan)[r_rows][:, r_cols]
                         row, s_in = _value_row(Xg, Zg, level, name, settings, indices)
                         rest, s_out = _value_row(Xr, Zr, level, name, settings, rest_indices)
                         row.update(measure=measure, kind="metric", human=human, group=group)

@@ -71,8 +71,12 @@ def _is_list_column(column: pd.Series) -> bool:
 
 def _parse_json_lists(frame: pd.DataFrame, name: str) -> None:
     """CSV cells holding JSON arrays (``"[3, 4, 4]"``) as lists."""
+    import pandas as pd
+
     column = frame[name]
-    if column.dtype != object or not len(column):
+    # object, or pandas' string dtype (the default for text from pandas 3)
+    if not len(column) or not (column.dtype == object
+                               or pd.api.types.is_string_dtype(column.dtype)):
         return
     text = column.dropna()
     if len(text) and all(isinstance(v, str) and v.strip().startswith("[") for v in text):
@@ -181,7 +185,8 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
     missing = judgments[id_column][~judgments[id_column].isin(scores[id_column])]
     if len(missing):
         raise InputError(f"judgments {judgments_name}: {len(missing)} judged "
-                         f"{id_column}s are not in the scores {scores_name}: "
+                         f"{id_column}{'s are' if len(missing) > 1 else ' is'} not in the "
+                         f"scores {scores_name}: "
                          f"{_ids(missing.tolist())}")
     unjudged = int((~scores[id_column].isin(judgments[id_column])).sum())
     if unjudged:
@@ -338,7 +343,10 @@ def result_document(result: AgreementResult, *, settings: AgreeSettings, signatu
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
-    return "nan" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    text = format(v, fmt)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
 
 
 def _p(p: Any, n_resamples: int) -> str:
@@ -350,6 +358,19 @@ def _p(p: Any, n_resamples: int) -> str:
 
 def _group_text(group: dict[str, Any] | None) -> str:
     return "(all)" if not group else ",".join(f"{k}={v}" for k, v in group.items())
+
+
+def _against_ceiling(v: dict[str, Any]) -> str:
+    """The best measure against the raters' ceiling, in words (its interval decides)."""
+    ceiling, low, high = v["ceiling"], v.get("low"), v.get("high")
+    shown = f"a rater against the others: {_num(ceiling)}"
+    if any(x is None or (isinstance(x, float) and math.isnan(x)) for x in (ceiling, low, high)):
+        return shown
+    if high < ceiling:
+        return f"less well than a rater does ({shown})"
+    if low > ceiling:
+        return f"better than a rater does ({shown})"
+    return f"as well as a rater does, within its interval ({shown})"
 
 
 COEFFICIENT_LABELS = {"kendall": "Kendall tau-b", "kendall_c": "Kendall tau-c",
@@ -369,6 +390,7 @@ def summary_text(document: dict[str, Any]) -> str:
     """
     lines = []
     n_boot = int(document.get("settings", {}).get("n_resamples") or 0)
+    n_perm = int(document.get("settings", {}).get("n_permutations") or 0)
     for v in document["verdict"]:
         head = (f"{v['human']}, {v['level']} level, "
                 f"{COEFFICIENT_LABELS.get(v['coefficient'], v['coefficient'])}: ")
@@ -382,7 +404,7 @@ def summary_text(document: dict[str, Any]) -> str:
             text += ("; indistinguishable from it: " + ", ".join(same) if same
                      else "; every other measure agrees significantly less")
         if v.get("ceiling") is not None:
-            text += f"; raters against each other: {_num(v['ceiling'])}"
+            text += "; " + _against_ceiling(v)
         lines.append(text)
         for c in v.get("collapses", []):
             lines.append(f"  collapses on {_group_text(c['group'])}: {_num(c['value'])}, "
@@ -400,15 +422,15 @@ def summary_text(document: dict[str, Any]) -> str:
     for r in document["rows"]:
         note = r.get("reason") or ""
         if r.get("rank") is not None:
-            note = f"rank {r['rank']}" + (f", p vs best {_num(r['p_vs_best'], '.3g')}"
+            note = f"rank {r['rank']}" + (f", p vs best {_p(r['p_vs_best'], n_perm)}"
                                           if r.get("p_vs_best") is not None else "")
         if r.get("p_vs_rest") is not None:
             note = (f"{_num(r['delta_vs_rest'], '+.3f')} vs rest, "
                     f"p {_p(r['p_vs_rest'], n_boot)}")
-        lines.append(f"{r['measure'][:24]:<24} {str(r['human'])[:20]:<20} {r['level']:<7} "
+        lines.append((f"{r['measure'][:24]:<24} {str(r['human'])[:20]:<20} {r['level']:<7} "
                      f"{r['coefficient']:<10} {_group_text(r['group'])[:16]:<16} "
                      f"{_num(r['value']):>7} [{_num(r['low'])}, {_num(r['high'])}]".ljust(
-                         len(header) - 4) + f"  {note}".rstrip())
+                         len(header) - 4) + f"  {note}").rstrip())
     for p in document.get("preferences") or []:
         lines.append(f"preferences, {p['measure']}: agrees with the raters' majority on "
                      f"{_num(p['agreement'])} [{_num(p['low'])}, {_num(p['high'])}] of "

@@ -25,7 +25,8 @@ def _epsilon(value: str | None) -> float | str | None:
 @main.command("agree", epilog="""\b
 Examples:
   overlap agree runs/realsumm --judgments pipeline/data/realsumm/litepyramid.parquet \\
-      --input-column document --output runs/realsumm-agree
+      --system-column set_system --input-column document --group-by set \\
+      --output runs/agree
   overlap agree scores.parquet --judgments ratings.parquet --human expert_relevance \\
       --metrics rouge1_f1,rouge2_f1 --coefficients pearson,spearman,kendall
   overlap agree RUN --judgments ratings.jsonl --group-by domain

@@ -86,9 +86,12 @@ def alarm_lines(doc: dict[str, Any]) -> list[str]:
         return ["no alarm"]
     rows = {(r["group"], r["metric"], r["measure"]): r for r in doc["rows"]}
     by_group = {r["group"]: r for r in doc["rows"]}
+    both = sum(1 for a in alarms if a["kind"] == "change"
+               and rows[(a["group"], a["metric"], a["measure"])].get("drift"))
     out = [f"ALARM: {len(alarms)} alarm{'s' if len(alarms) > 1 else ''} "
-           f"({sum(a['kind'] == 'change' for a in alarms)} change, "
-           f"{sum(a['kind'] == 'drift' for a in alarms)} drift, "
+           f"({sum(a['kind'] == 'change' for a in alarms)} change"
+           + (f", {both} of them also drifting" if both else "")
+           + f", {sum(a['kind'] == 'drift' for a in alarms)} drift, "
            f"{sum(a['kind'] == 'missing' for a in alarms)} missing)"]
     for a in alarms:
         if a["kind"] == "missing":
@@ -99,10 +102,13 @@ def alarm_lines(doc: dict[str, Any]) -> list[str]:
             continue
         r = rows[(a["group"], a["metric"], a["measure"])]
         if a["kind"] == "change":
+            tail = r.get("p_tail")
             out.append(f"  change   {safe(a['group'])} {_name(r)}: {r['delta']:+.4f} "
                        f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}], "
-                       f"p adjusted {_num(r.get('p_adjusted'), '.3g')}, beyond the "
-                       f"{r.get('band_source', 'static')} band {r['band']:.4g}")
+                       f"p adjusted {_num(r.get('p_adjusted'), '.3g')}"
+                       + (" (from the normal tail)" if tail is not None else "")
+                       + f", beyond the {r.get('band_source', 'static')} band "
+                       f"{cmp.band_text(r['band'])}")
         else:
             out.append(f"  drift    {safe(a['group'])} {_name(r)}: drifting "
                        f"{'up' if r['drift_statistic'] > 0 else 'down'} over the last nights "
@@ -131,8 +137,9 @@ def _header(doc: dict[str, Any]) -> list[str]:
     if history:
         nights = history["nights"]
         span = f", {nights[0]['run_date']} to {nights[-1]['run_date']}" if nights else ""
-        out.append(f"history    {safe(history['source'])}: {len(nights)} of the last "
-                   f"{history['window']} nights{span}")
+        out.append(f"history    {safe(history['source'])}: {len(nights)} "
+                   f"night{'' if len(nights) == 1 else 's'} (window: the last "
+                   f"{history['window']}){span}")
     out += [
         f"paired     {p['n_paired']} examples on {safe(key)}; {p['n_baseline_only']} only in "
         f"the baseline, {p['n_candidate_only']} only in the candidate",
@@ -161,12 +168,17 @@ def _table(doc: dict[str, Any]) -> list[str]:
              _num(r["baseline_mean"], ".4f"), _num(r["candidate_mean"], ".4f"),
              _num(r["delta"], "+.4f"),
              f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
-             _num(r["p_value"], ".3f"), _num(r.get("p_adjusted"), ".3f"),
-             _num(r.get("band"), ".4g") + source.get(r.get("band_source") or "", ""),
+             cmp.p_text(r["p_value"], r.get("p_tail")), _num(r.get("p_adjusted"), ".3g"),
+             cmp.band_text(r.get("band")) + source.get(r.get("band_source") or "", ""),
              _num(r.get("mde"), ".4f"),
              f"{r['n_baseline_only']}/{r['n_candidate_only']}", state(r)] for r in doc["rows"]]
-    return _grid(header, rows, right={2, 3, 4, 5, 7, 8, 9, 10, 11}) + [
-        "band: L learned from the history, F its floor, else static"]
+    legend = ["band: L learned from the history, F its floor, else static"]
+    if any(r.get("p_tail") is not None for r in doc["rows"]):
+        legend.append(f"p: ~ the normal-tail estimate where no randomization trial was as "
+                      f"extreme (the trials alone give p <= "
+                      f"{1 / (doc['settings'].get('n_trials', 1000) + 1):.3g}); p adj is "
+                      "adjusted from the p shown")
+    return _grid(header, rows, right={2, 3, 4, 5, 7, 8, 9, 10, 11}) + legend
 
 
 def _moved(doc: dict[str, Any]) -> list[str]:
@@ -217,7 +229,7 @@ def format_table(doc: dict[str, Any], *, mode: str = "table") -> str:
         out += ["", *_table(doc)]
     if not doc.get("alarms"):
         s = doc["settings"]
-        seen = [f"{_name(r)} {max(r['mde'], r.get('band', s['band'])):.4f}"
+        seen = [f"{_name(r)} {cmp.band_text(max(r['mde'], r.get('band', s['band'])))}"
                 for r in doc["rows"] if r["group"] == "all" and r.get("mde") is not None]
         if seen:
             out += ["", "the smallest change it could have seen (80% power, band included): "

@@ -30,7 +30,7 @@ from typing import Any
 # name -> the module that defines it
 _LAZY = {
     "ALARM_KINDS": "alarms", "alarm_list": "alarms", "band_summary": "alarms",
-    "with_history": "alarms",
+    "band_text": "alarms", "p_text": "alarms", "with_history": "alarms",
     "BAND_MULTIPLIER": "bands", "DEFAULT_HISTORY_WINDOW": "bands", "learn_bands": "bands",
     "measure_floors": "bands", "MIN_NIGHTS": "bands",
     "compare_runs": "comparison", "run_specs": "comparison", "RunComparison": "comparison",

@@ -115,26 +115,89 @@ def _log_beyond(delta: np.ndarray, band: np.ndarray) -> np.ndarray:
     return out
 
 
-def band_summary(rows: pd.DataFrame, *, min_nights: int = MIN_NIGHTS) -> list[str]:
-    """One line per measure on the overall rows: which band was used, and from what.
+def band_text(band: Any) -> str:
+    """A band as every output shows it: four decimals, in the measure's units.
 
-    ``band: static 0.01 (history: 3 of 7 nights)``, ``band: learned 0.0123 (history: 14
-    nights)`` or ``band: floor 0.01 (learned 0.0042 is below it; history: 14 nights)``,
-    each prefixed by the measure when several are compared.
+    One precision for every band (0.0100, 0.0156, 0.0164), as the deltas beside them; a
+    band too small or too large for four decimals to show (below 0.00005, or 1e6 and more)
+    in three significant digits (``1e-320``). None or NaN: ``-``.
+    """
+    if band is None or not np.isfinite(band):
+        return "-"
+    band = float(band)
+    if 0.0 < abs(band) < 5e-5 or abs(band) >= 1e6:
+        return format(band, ".3g")
+    return f"{band:.4f}"
+
+
+def p_text(p_value: Any, p_tail: Any = None) -> str:
+    """A row's p-value as the tables show it, on the footing its adjustment used.
+
+    The randomization p-value cannot go below 1 / (trials + 1); where no trial was as
+    extreme and the normal tail is smaller, the adjustment starts from that tail estimate
+    (``p_tail``), shown instead and marked ``~``. Three significant digits, as ``p adj``.
+    None or NaN: ``-``.
+    """
+    if p_tail is not None and np.isfinite(p_tail):
+        return "~" + format(float(p_tail), ".3g")
+    if p_value is None or not np.isfinite(p_value):
+        return "-"
+    return format(float(p_value), ".3g")
+
+
+def _nights(n: int) -> str:
+    return f"{n} night{'' if n == 1 else 's'}"
+
+
+def _band_words(source: str, band: float, nights: int, min_nights: int,
+                said: int | None = None) -> str:
+    if source == "static":
+        if nights == said:  # the history's note says how many, and how many are needed
+            return f"band: static {band_text(band)} (too few nights to learn)"
+        return (f"band: static {band_text(band)} (history: {_nights(nights)}; {min_nights} "
+                "needed to learn)")
+    if source == "learned":
+        return f"band: learned {band_text(band)} (history: {_nights(nights)})"
+    return f"band: floor {band_text(band)}, above the learned band (history: {_nights(nights)})"
+
+
+def band_summary(rows: pd.DataFrame, *, min_nights: int = MIN_NIGHTS,
+                 said: int | None = None) -> list[str]:
+    """One line per measure: the band its overall row used, and its groups' when they differ.
+
+    ``band: static 0.0100 (history: 3 nights; 7 needed to learn)``, ``band: learned 0.0123
+    (history: 14 nights)`` or ``band: floor 0.0100, above the learned band (history: 14
+    nights)``, each prefixed by the measure when several are compared; when a group's band
+    is not the overall row's (groups learn their own), ``; groups: learned 0.0156 to 0.0193
+    in 5 of 24, floor 0.0100 in 19 of 24`` follows, so the line names every band an alarm
+    of the measure can have used. ``said``: the number of nights a note of the same output
+    already gives with the nights needed (a short history's,
+    :func:`pipeline.compare.history.comparable_history`); a static row with that many
+    nights then reads ``band: static 0.0100 (too few nights to learn)``, so one output
+    counts the nights once.
     """
     overall = rows[rows["group"] == ALL_GROUP]
     many = len(overall) > 1
+    groups = rows[rows["group"] != ALL_GROUP]
     out = []
     for r in overall.itertuples(index=False):
         name = f"{r.metric}.{r.measure}: " if many else ""
-        if r.band_source == "static":
-            text = f"band: static {r.band:g} (history: {r.history_nights} of {min_nights} nights)"
-        elif r.band_source == "learned":
-            text = f"band: learned {r.band:.4g} (history: {r.history_nights} nights)"
-        else:
-            text = f"band: floor {r.band:g} (history: {r.history_nights} nights)"
+        text = _band_words(r.band_source, r.band, r.history_nights, min_nights, said)
+        mine = groups[(groups["metric"] == r.metric) & (groups["measure"] == r.measure)]
+        same = (mine["band_source"] == r.band_source) & (mine["band"] == r.band)
+        if len(mine) and not same.all():
+            parts = []
+            for source in ("learned", "floor", "static"):
+                these = mine.loc[mine["band_source"] == source, "band"].to_numpy(np.float64)
+                if not these.size:
+                    continue
+                lo, hi = float(these.min()), float(these.max())
+                span = band_text(lo) if band_text(lo) == band_text(hi) else \
+                    f"{band_text(lo)} to {band_text(hi)}"
+                parts.append(f"{source} {span} in {these.size} of {len(mine)}")
+            text += "; groups: " + ", ".join(parts)
         out.append(name + text)
     return out
 
 
-__all__ = ["ALARM_KINDS", "alarm_list", "band_summary", "with_history"]
+__all__ = ["ALARM_KINDS", "alarm_list", "band_summary", "band_text", "p_text", "with_history"]

@@ -112,8 +112,14 @@ class RunComparison:
 
     @property
     def bands(self) -> list[str]:
-        """One line per measure: the band used and where it came from."""
-        return band_summary(self.comparison.rows)
+        """One line per measure: the band used and where it came from.
+
+        With a history shorter than :data:`~pipeline.compare.bands.MIN_NIGHTS` its note
+        (in ``notes``) counts the nights, and the lines do not count them again.
+        """
+        nights = None if self.history is None else len(self.history.nights)
+        return band_summary(self.comparison.rows,
+                            said=nights if nights is not None and nights < MIN_NIGHTS else None)
 
     def to_document(self, *, max_ids: int = 20) -> dict[str, Any]:
         """Return the comparison as a JSON-ready dict (the content of ``compare.json``).

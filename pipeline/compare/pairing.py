@@ -49,7 +49,7 @@ ALL_GROUP = "all"
 ONLY_HEAD = 100
 ROW_COLUMNS = ("group", "metric", "measure", "statistic", "n_paired", "n_baseline_only",
                "n_candidate_only", "baseline_mean", "candidate_mean", "delta", "ci_low",
-               "ci_high", "p_value", "p_adjusted", "mde", "band", "band_source",
+               "ci_high", "p_value", "p_tail", "p_adjusted", "mde", "band", "band_source",
                "history_nights", "alarm", "missing", "drift", "drift_statistic", "drift_p")
 _KIND = "__kind:"
 
@@ -85,7 +85,10 @@ class Comparison:
             ``corpus``), ``n_paired``, ``n_baseline_only``, ``n_candidate_only`` (ids present
             in one run only, per group), ``baseline_mean``, ``candidate_mean`` (over paired
             examples: means, or corpus scores), ``delta``, ``ci_low``, ``ci_high``,
-            ``p_value``, ``p_adjusted`` (adjusted across all rows, see ``adjust``), ``mde``
+            ``p_value`` (the randomization p-value, >= 1 / (trials + 1)), ``p_tail`` (where no
+            trial was as extreme and the normal tail is smaller: that estimate, which
+            ``p_adjusted`` then adjusts; NaN elsewhere), ``p_adjusted`` (adjusted across all
+            rows, see ``adjust``), ``mde``
             (float64; NaN when fewer than two pairs), ``band`` (float64, the band used, in
             the measure's units), ``band_source`` (``static``, ``learned`` or ``floor``, see
             :mod:`.bands`), ``history_nights`` (int64, nights of history with a value for
@@ -430,7 +433,8 @@ def _setup(measures: Sequence[str], specs: Sequence[MetricSpec], *, band: float,
                                    for c in m.columns))
     columns = list(dict.fromkeys([*value_cols, *stat_cols]))
     estimates = [Estimate(tuple(columns.index(x) for x in m.columns),
-                          m.spec.corpus if m.statistic == "corpus" and m.spec else None)
+                          m.spec.corpus if m.statistic == "corpus" and m.spec else None,
+                          bool(m.statistic == "corpus" and m.spec and m.spec.corpus_sized))
                  for m in described]
     return _Setup(described, dict(floors), value_cols, columns, estimates)
 
@@ -608,12 +612,27 @@ def _records(label: str, values: dict[str, Any], test: Any, n: int, n_b_only: in
         "candidate_mean": test.candidate_mean[k], "delta": test.delta[k],
         "ci_low": test.ci_low[k], "ci_high": test.ci_high[k],
         "p_value": test.p_value[k],
+        "p_tail": _tail(test, k),
         "p_adjusted": np.nan if test.p_refined is None else test.p_refined[k],
         "mde": np.nan if test.mde is None else test.mde[k],
         "band": setup.floors[m.name], "band_source": "static", "history_nights": 0,
         "alarm": False, "missing": gone, "drift": False, "drift_statistic": np.nan,
         "drift_p": np.nan,
     } for k, m in enumerate(setup.described)]
+
+
+def _tail(test: Any, k: int) -> float:
+    """The normal-tail estimate the row's adjustment started from, or NaN (the trials').
+
+    Where no randomization trial was as extreme, ``p_refined`` is the smaller of ``p_value``
+    (then 1 / (trials + 1), a bound) and the normal tail
+    (:class:`~pipeline.compare.statistics.PairedTest`); when the tail is the smaller, it is
+    what ``p_adjusted`` adjusts, and readers are shown it beside the adjusted value.
+    """
+    if test.p_refined is None:
+        return float("nan")
+    refined, raw = float(test.p_refined[k]), float(test.p_value[k])
+    return refined if refined < raw else float("nan")
 
 
 def _shown(group_columns: Sequence[str], values: tuple, kind: tuple) -> dict[str, Any]:

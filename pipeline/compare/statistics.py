@@ -347,8 +347,8 @@ def paired_from_sums(totals: ScopeTotals, resamples: ScopeResamples | None,
 
     # paired bootstrap: the same Poisson weights on both runs' columns
     sums, boot_totals = resamples.boot_sums, resamples.boot_totals
-    deltas = (stats.evaluate(estimates, sums[:, k:], boot_totals)
-              - stats.evaluate(estimates, sums[:, :k], boot_totals))
+    deltas = (stats.evaluate(estimates, sums[:, k:], boot_totals, size=n)
+              - stats.evaluate(estimates, sums[:, :k], boot_totals, size=n))
     ci_low, ci_high = stats.percentile_interval(deltas, confidence)
     with np.errstate(invalid="ignore"):
         sd = np.nanstd(deltas, axis=0) if np.isfinite(deltas).any() else nan

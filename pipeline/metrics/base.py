@@ -69,6 +69,10 @@ class MetricSpec:
         breakdown_text: the breakdown in one line as the reference implementation prints
             it, from the part values by name (BLEU: sacrebleu's ``45.1/17.2/7.5/3.1 (BP =
             0.981 ratio = 0.981 hyp_len = 1234 ref_len = 1258)``); None: none.
+        corpus_sized: the corpus function depends on the statistics' scale, not only on
+            their ratios (BLEU's smoothing: ``exp`` gives an order without a match
+            ``100 / (2^k x total)``): a bootstrap resample's weighted sums are then scaled to
+            the scope's size before it is applied (:func:`pipeline.stats.evaluate`).
 
     """
 
@@ -84,6 +88,7 @@ class MetricSpec:
     breakdown: Callable[[np.ndarray], Mapping[str, np.ndarray]] | None = None
     breakdown_columns: tuple[tuple[str, str], ...] = ()
     breakdown_text: Callable[[Mapping[str, Any]], str] | None = None
+    corpus_sized: bool = False
 
     @property
     def measure_columns(self) -> tuple[str, ...]:

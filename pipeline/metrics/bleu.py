@@ -425,7 +425,8 @@ class BleuFamily(Family):
             corpus=partial(corpus_bleu_score, smooth=smooth, smooth_value=smooth_value),
             scale=100.0,
             breakdown=partial(bleu_breakdown, smooth=smooth, smooth_value=smooth_value),
-            breakdown_columns=BREAKDOWN, breakdown_text=verbose_breakdown)
+            breakdown_columns=BREAKDOWN, breakdown_text=verbose_breakdown,
+            corpus_sized=True)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
         """Sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""

@@ -235,9 +235,13 @@ def matched_positions(grams: Sequence[tuple[str, ...]], budget: dict[tuple[str, 
 
 
 def gram_items(rows: Sequence[dict[str, Any]], *, joiner: str = " ",
-               reference: str = "ref") -> list[str]:
-    """Rows of :func:`clipped_matches` as listing items: ``the cat x2 (pred 3, ref 2)``."""
-    return [f"{joiner.join(r['ngram'])} x{r['matches']}"
+               reference: str = "ref", quoted: bool = False) -> list[str]:
+    """Rows of :func:`clipped_matches` as listing items: ``the cat x2 (pred 3, ref 2)``.
+
+    ``quoted``: each token as a Python literal (``'the' 'cat' x2``), so that a token of
+    white space (jieba's ``' '`` under ``--language``) is seen.
+    """
+    return [f"{joiner.join(map(repr, r['ngram']) if quoted else r['ngram'])} x{r['matches']}"
             + (f" (pred {r['prediction_count']}, {reference} {r['reference_count']})"
                if r["prediction_count"] != r["reference_count"] else "")
             for r in rows]

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from pipeline.compare.alarms import band_text, p_text
 from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.registry import data_notes
 from pipeline.report.html import (
@@ -25,6 +26,7 @@ from pipeline.report.html import (
     facts,
     histogram_svg,
     marked_text,
+    marked_tokens,
     num,
     page,
     table,
@@ -57,6 +59,24 @@ def _measures(agg: pd.DataFrame) -> list[tuple[str, str]]:
     return list(dict.fromkeys(zip(rows["metric"], rows["measure"], strict=True)))
 
 
+def _warnings_section(run: Any) -> list[str]:
+    """The run's silent-zero notes (``DataNote.loud``) in a box at the top of the report.
+
+    E.g. non-Latin texts with no ROUGE token, Chinese under BLEU's ``13a``: their scores are
+    0 for a reason that is not the texts' quality, said where a reader looks first (as
+    ``overlap score`` prints them first). Empty when the run has none.
+    """
+    m = run.manifest
+    counts, config = m.get("counts") or {}, m.get("config") or {}
+    loud = [note.text(counts[note.key], config) for note in data_notes()
+            if note.loud and counts.get(note.key)]
+    if not loud:
+        return []
+    return ['<div class="verdict alarm"><strong>Scores of 0 that say nothing about the '
+            "texts</strong><ul>" + "".join(f"<li>{esc(n)}</li>" for n in loud)
+            + "</ul></div>"]
+
+
 def _run_section(run: Any, agg: pd.DataFrame,
                  values: dict[tuple[str, str], np.ndarray]) -> list[str]:
     m = run.manifest
@@ -75,7 +95,7 @@ def _run_section(run: Any, agg: pd.DataFrame,
         items.append(("left out", ", ".join(f"{k.replace('_', ' ')}: {v}"
                                             for k, v in skipped.items() if v)))
     notes = [note.text(counts[note.key], m.get("config") or {}) for note in data_notes()
-             if counts.get(note.key)]
+             if counts.get(note.key) and not note.loud]  # the loud ones: _warnings_section
     notes += [f"{counts[k]} {one if counts[k] == 1 else many}"
               for k, (one, many) in _SKIP_NOTES.items() if counts.get(k)]
     if m.get("resumed"):
@@ -183,9 +203,10 @@ def _verdict_section(doc: dict[str, Any]) -> list[str]:
         r = rows.get((a["group"], a["metric"], a["measure"]), {})
         name = f"{a['group']} {a['metric']}.{a['measure']}"
         if a["kind"] == "change":
+            tail = " (from the normal tail)" if r.get("p_tail") is not None else ""
             items.append(f"change: {name}: {num(r.get('delta'), '+.4f')}, p adjusted "
-                         f"{num(r.get('p_adjusted'), '.3g')}, beyond the "
-                         f"{r.get('band_source', 'static')} band {num(r.get('band'), '.4g')}")
+                         f"{num(r.get('p_adjusted'), '.3g')}{tail}, beyond the "
+                         f"{r.get('band_source', 'static')} band {band_text(r.get('band'))}")
         else:
             items.append(f"drift: {name}: the control chart is beyond its limit (p adjusted "
                          f"{num(r.get('drift_p'), '.3g')})")
@@ -318,8 +339,8 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
                      num(r["baseline_mean"]), num(r["candidate_mean"]),
                      num(r["delta"], "+.4f"),
                      f"[{num(r['ci_low'], '+.4f')}, {num(r['ci_high'], '+.4f')}]",
-                     num(r["p_value"], ".3f"), num(r.get("p_adjusted"), ".3f"),
-                     f"{num(r.get('band'), '.4g')} {r.get('band_source', '')}",
+                     p_text(r["p_value"], r.get("p_tail")), num(r.get("p_adjusted"), ".3g"),
+                     f"{band_text(r.get('band'))} {r.get('band_source', '')}",
                      ("html", f'<span class="flag">{" ".join(flags)}</span>') if flags
                      else "\u2013"])
         classes.append("alarm" if flags else "")
@@ -329,6 +350,11 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
                      caption=None if len(picked) == len(every) else
                      f"{len(picked)} of {len(every)} rows: the overall ones, every alarming "
                      "one, then the first groups; every row is in compare.parquet"))
+    if any(r.get("p_tail") is not None for r in picked):
+        out.append('<p class="muted">p: ~ marks the normal-tail estimate where no '
+                   "randomization trial was as extreme (the trials alone give p &le; "
+                   f"{num(1 / (s.get('n_trials', s['n_bootstrap']) + 1), '.3g')}); p adj is "
+                   "adjusted from the p shown.</p>")
     notes = list(result.notes)
     if notes:
         out.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes)
@@ -352,18 +378,34 @@ def _compare_section(result: Any, doc: dict[str, Any]) -> list[str]:
 
 
 def _explain_pair(prediction: str | None, references: list[str | None], metric: str,
-                  config: dict[str, Any]) -> Any | None:
+                  config: dict[str, Any], *, language: Any = None) -> Any | None:
     """The explanation of ``metric`` (its family's own) under the run's settings, or None.
 
-    None when a text is missing or the metric's family has no explanation.
+    ``language``: the example's own language where the run read it from a column
+    (``--language column:COL``, :func:`pipeline.report.texts.example_languages`).
+    None when a text is missing, the metric's family has no explanation, or such a run has
+    no language for the example.
     """
     from pipeline.explanation import explain, run_settings
     from pipeline.metrics.registry import family_of
+    from pipeline.metrics.rouge.languages import language_column
 
     explained = getattr(family_of(metric), "explainer", None) is not None
     if prediction is None or not references or not explained:
         return None
-    return explain(prediction, references, **{**run_settings(config), "metrics": (metric,)})
+    settings = {**run_settings(config), "metrics": (metric,)}
+    if language_column(settings.get("language")) is not None:
+        if not language:
+            return None
+        settings["language"] = language
+    return explain(prediction, references, **settings)
+
+
+def _tokens_html(label: str, tokens: Any, classes: dict[int, str]) -> str:
+    """Per-language tokens (``--language``) as compared, quoted, the matched ones marked."""
+    return (f'<div class="label">{esc(label)}: {len(tokens.tokens)} tokens as compared '
+            "(quoted)</div>"
+            f'<p class="tokens">{marked_tokens(tokens.tokens, classes)}</p>')
 
 
 def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
@@ -385,6 +427,9 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
     from pipeline.metrics.registry import family_of
 
     marking = getattr(family_of(metric), "explainer", None) is not None
+    ids = list(dict.fromkeys(top[id_col].tolist()))
+    languages = {"baseline": _languages(base_run, ids, marking),
+                 "this run": _languages(cand_run, ids, marking)}
     legend = ('<p class="legend muted">Words matched under ' + esc(metric) + ': '
               '<mark class="base">by the baseline</mark><mark class="cand">by this run</mark>'
               '<mark>by both</mark> (predictions: their units matched in the reference shown; '
@@ -401,8 +446,10 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
         base_text, cand_text = row.get("baseline_prediction"), row.get("candidate_prediction")
         base_text = None if pd.isna(base_text) else str(base_text)
         cand_text = None if pd.isna(cand_text) else str(cand_text)
-        eb = _explain_pair(base_text, references, metric, base_run.config) if marking else None
-        ec = _explain_pair(cand_text, references, metric, cand_run.config) if marking else None
+        eb = _explain_pair(base_text, references, metric, base_run.config,
+                           language=languages["baseline"].get(row[id_col])) if marking else None
+        ec = _explain_pair(cand_text, references, metric, cand_run.config,
+                           language=languages["this run"].get(row[id_col])) if marking else None
         out.append('<section class="example">')
         out.append(f"<h3>{k}. {esc(ident)}: {esc(measure)} {num(row['baseline'])} \u2192 "
                    f"{num(row['candidate'])} ({num(row['delta'], '+.4f')})</h3>")
@@ -428,6 +475,8 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
             spans = m.prediction.spans if m is not None else None
             out.append(f'<div class="label">{esc(side)} prediction</div>'
                        f'<p class="text">{marked_text(text, spans, classes)}</p>')
+            if m is not None and m.view.startswith("xlsum"):  # tokens not in the text
+                out.append(_tokens_html(f"{side} prediction", m.prediction, classes))
         if references:
             hit_b = set(pair_b.reference_positions) if pair_b is not None else set()
             hit_c = set(pair_c.reference_positions) if pair_c is not None else set()
@@ -440,8 +489,22 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
             out.append(f'<div class="label">{esc(which)}</div>'
                        f'<p class="text">{marked_text(references[ref_index], spans, classes)}'
                        "</p>")
+            if m is not None and m.view.startswith("xlsum"):
+                out.append(_tokens_html(which, m.references[ref_index], classes))
         out.append("</section>")
     return out
+
+
+def _languages(run: Any, ids: list[Any], marking: bool) -> dict[Any, Any]:
+    """Each example's language under ``--language column:COL`` (empty otherwise)."""
+    from pipeline.report.texts import example_languages
+
+    if not marking:
+        return {}
+    try:
+        return example_languages(run, ids) or {}
+    except InputError:  # the examples are explained without marks, as for missing texts
+        return {}
 
 
 def comparison_options(document: dict[str, Any]) -> dict[str, Any]:
@@ -548,7 +611,7 @@ def build_report(run_dir: str, *, baseline: str | None = None, top: int = 10,
     body = [f"<h1>overlap report: run {esc(run.run_id)}</h1>",
             f'<p class="muted">Made {esc(made)} by overlap-pipeline '
             f"{esc(run.manifest.get('version', ''))}. Self-contained: no script, nothing "
-            "loaded from the network.</p>"]
+            "loaded from the network.</p>", *_warnings_section(run)]
     tail: list[str] = []
     if baseline is not None:
         from pipeline.compare import compare_runs

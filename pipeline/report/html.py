@@ -52,6 +52,8 @@ svg { display: block; }
 .example { border: 1px solid var(--line); border-radius: 6px; padding: .6rem .9rem;
            margin: .8rem 0; break-inside: avoid; }
 .example p.text { margin: .2rem 0 .6rem; white-space: pre-wrap; }
+.example p.tokens { margin: .2rem 0 .6rem; font-family: ui-monospace, monospace; font-size: 12px; }
+.example p.tokens span, .example p.tokens mark { margin-right: .35rem; white-space: pre; }
 .label { font-size: 12px; font-weight: 700; text-transform: uppercase; color: var(--muted);
          letter-spacing: .03em; }
 mark { background: var(--both); padding: 0 1px; border-bottom: 2px solid #c9a400; }
@@ -245,6 +247,35 @@ def marked_text(text: str | None, spans: Sequence[tuple[int, int]] | None,
 
 
 
+TOKENS_SHOWN = 300
+
+
+def marked_tokens(tokens: Sequence[str], classes: dict[int, str], *,
+                  limit: int = TOKENS_SHOWN) -> str:
+    """Tokens as compared, each quoted as a Python literal, some wrapped in ``<mark>``.
+
+    For tokens that cannot be followed back to the text (``--language``): a white-space
+    token (jieba's and pythainlp's ``' '``) shows as ``' '``, so a user sees it matched.
+
+    Args:
+        tokens: the tokens, in order (positions index them).
+        classes: token position -> mark class ("" for the plain ``<mark>``).
+        limit: at most this many shown; the rest counted (``... N more``).
+
+    """
+    out = []
+    for pos, token in enumerate(tokens[:limit]):
+        cls = classes.get(pos)
+        if cls is None:
+            out.append(f"<span>{esc(repr(token))}</span>")
+        else:
+            attr = f' class="{cls}"' if cls else ""
+            out.append(f"<mark{attr}>{esc(repr(token))}</mark>")
+    if len(tokens) > limit:
+        out.append(f'<span class="muted">... {len(tokens) - limit} more</span>')
+    return "".join(out)
+
+
 def word_diff_html(pieces: Sequence[tuple[str, str]]) -> str:
     """A word diff (:func:`pipeline.compare.textdiff.word_diff`) as escaped HTML.
 
@@ -361,5 +392,5 @@ def trend_svg(dates: Sequence[str], values: Sequence[float], *, label: str,
             f"</svg><figcaption>{esc(label)}</figcaption></figure>")
 
 
-__all__ = ["CSP", "esc", "facts", "histogram_svg", "marked_text", "num", "page", "table",
-           "trend_svg", "word_diff_html"]
+__all__ = ["CSP", "TOKENS_SHOWN", "esc", "facts", "histogram_svg", "marked_text",
+           "marked_tokens", "num", "page", "table", "trend_svg", "word_diff_html"]

@@ -126,4 +126,39 @@ def read_texts(run: RunInfo, ids: Sequence[Any]
     return {i: (p, refs[i]) for i, p in zip(ids, predictions, strict=True) if i in refs}
 
 
-__all__ = ["read_references", "read_texts", "typed_ids"]
+def example_languages(run: RunInfo, ids: Sequence[Any]) -> dict[Any, Any] | None:
+    """Each example's language, when the run took it from a column (``--language column:COL``).
+
+    Explaining such an example needs its own language (its row's value), which the engine
+    carried to the run's examples.
+
+    Args:
+        run: an opened run.
+        ids: example ids (of the run's id type).
+
+    Returns:
+        None when the run's ``language`` is not ``column:COL`` (one language for every
+        row, or none); else ``id -> the row's value`` for the ids found.
+
+    Raises:
+        InputError: the run's examples have no such column, or cannot be read.
+
+    """
+    from pipeline.metrics.rouge.languages import language_column
+
+    column = language_column(str(run.config.get("language") or ""))
+    if column is None:
+        return None
+    if column not in run.schema.names:
+        raise InputError(f"{run.path}: the examples have no column {column!r}, which "
+                         f"--language column:{column} read")
+    try:
+        table = pads.dataset(list(run.files), format="parquet", filesystem=run.fs).to_table(
+            columns=[run.id_column, column],
+            filter=pads.field(run.id_column).isin(pa.array(list(ids))))
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read the examples of {run.path}: {err}") from err
+    return dict(zip(table[run.id_column].to_pylist(), table[column].to_pylist(), strict=True))
+
+
+__all__ = ["example_languages", "read_references", "read_texts", "typed_ids"]

@@ -73,3 +73,39 @@ def test_paired_bootstrap_recomputes_corpus_bleu_of_each_resample(texts):
     low, high = np.quantile(deltas, [0.025, 0.975])
     assert row["ci_low"] == pytest.approx(low, abs=1e-6)
     assert row["ci_high"] == pytest.approx(high, abs=1e-6)
+
+
+@pytest.mark.parametrize("smooth", ["exp", "floor", "add-k"])
+def test_a_one_example_group_has_the_interval_of_its_one_value(smooth):
+    """Issue 25, item 28: a one-example group's BLEU interval read ``9.3466 [4.6733,
+    9.3466]`` beside ROUGE's ``[x, x]``: Poisson weights of 2, 3, 4 counted the example as
+    a corpus of 2, 3, 4 copies, which sacrebleu's smoothing scores lower. Every resample of
+    one example is that example (the multinomial bootstrap's), so the interval is
+    sacrebleu's corpus BLEU of it, at both ends; a bigger group's resamples keep its size."""
+    predictions = ["the cat sat on a mat today", "a dog ran in the park now",
+                   "the quick brown fox jumps over the dog"]
+    references = ["the cat sat on the mat", "the dog ran in a park",
+                  "a quick brown fox jumped over the lazy dog"]
+    options = {"bleu_smooth": smooth}
+    scored = score_texts(predictions, references, metrics=["bleu", "rouge1"], **options)
+    table = pa.Table.from_pandas(scored.assign(id=["a", "b", "c"], system=["x", "x", "y"]),
+                                 preserve_index=False)
+    agg = aggregate(table, metrics=("bleu", "rouge1"), group_by=("system",), n_bootstrap=400,
+                    id_column="id", options=options).to_pylist()
+    one = {(r["metric"], r["statistic"]): r for r in agg if r["system"] == "y"}
+    want = sacrebleu.corpus_bleu(predictions[2:], [references[2:]],
+                                 smooth_method=smooth).score
+    bleu = one[("bleu", "corpus")]
+    assert bleu["n_examples"] == 1
+    assert (bleu["ci_low"], bleu["mean"], bleu["ci_high"]) == pytest.approx((want,) * 3,
+                                                                            abs=1e-9)
+    rouge = one[("rouge1", "mean")]
+    assert (rouge["ci_low"], rouge["ci_high"]) == pytest.approx((rouge["mean"],) * 2,
+                                                                rel=1e-12)  # on the grid
+    # two examples: a resample is one of them twice or both, never a corpus of four
+    two = next(r for r in agg if r["system"] == "x" and r["statistic"] == "corpus")
+    ends = [sacrebleu.corpus_bleu([predictions[i]] * 2, [[references[i]] * 2],
+                                  smooth_method=smooth).score for i in (0, 1)]
+    both = sacrebleu.corpus_bleu(predictions[:2], [references[:2]], smooth_method=smooth).score
+    assert min(ends + [both]) - 1e-9 <= two["ci_low"] <= two["ci_high"] <= \
+        max(ends + [both]) + 1e-9

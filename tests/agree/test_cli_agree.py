@@ -53,6 +53,8 @@ def test_outputs_and_values_against_scipy(tmp_path):
     table = pq.read_table(out / "agreement.parquet").to_pandas()
     assert len(table) == len(doc["rows"])
     assert doc["signature"].startswith("levels:system+input+global|coef:pearson+kendall|")
+    metadata = pq.read_schema(out / "agreement.parquet").metadata
+    assert metadata[b"overlap.agree.signature"].decode() == doc["signature"]
     human = frame["raters"].map(np.mean)
     for measure in ("good", "noisy"):
         sys_x = frame.groupby("system")[measure].mean()
@@ -120,13 +122,17 @@ def _base():
 
 
 @pytest.mark.parametrize("case, needle", [
-    ("unknown id", "not in the scores"),
+    ("unknown id", "1 judged id is not in the scores"),
     ("duplicated id", "duplicated id"),
     ("non-numeric", "non-numeric"),
     ("infinite", "out-of-range"),
     ("list lengths", "lists of different lengths"),
     ("no system column", "no system column"),
+    ("no input column", "no input column"),
+    ("absent input column", "no input column 'doc'"),
+    ("absent group column", "no --group-by column 'domain'"),
     ("two rows one cell", "two judged examples"),
+    ("two rows one cell", "--system-column and --input-column"),
     ("unknown measure", "no measure"),
     ("unknown coefficient", "unknown coefficient"),
 ])
@@ -148,6 +154,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, needle):
         judgments["h"] = [[1, 2, 3]] * 11 + [[1, 2]]
     elif case == "no system column":
         judgments = judgments.drop(columns="system")
+    elif case == "no input column":
+        judgments = judgments.drop(columns="input")
+    elif case == "absent input column":
+        extra = ("--input-column", "doc")
+    elif case == "absent group column":
+        extra = ("--group-by", "domain")
     elif case == "two rows one cell":
         judgments.loc[5, ["system", "input"]] = judgments.loc[4, ["system", "input"]].values
     elif case == "unknown measure":
@@ -214,3 +226,139 @@ def test_acc23_epsilon_from_the_command_line(tmp_path, epsilon, expected):
     assert r.exit_code == 0, r.output
     row = json.loads(r.stdout)["rows"][0]
     assert row["value"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_group_by_finds_the_subset_where_agreement_collapses(tmp_path):
+    # news: the metric follows the human score; legal: the metric is noise. The legal group's
+    # value and its difference from the rest are scipy's on the subsets; the bootstrap test
+    # finds it significantly worse and the verdict names it; news is not named.
+    rng = np.random.default_rng(3)
+    rows = []
+    for s in range(8):
+        for d in range(30):
+            h = float(rng.integers(1, 6))
+            domain = "news" if d < 15 else "legal"
+            m = h + rng.normal(scale=0.3) if domain == "news" else float(rng.normal())
+            rows.append({"id": f"e{s}-{d}", "system": f"s{s}", "document": f"d{d}",
+                         "domain": domain, "h": h, "m": m})
+    frame = pd.DataFrame(rows)
+    frame[["id", "m"]].to_parquet(tmp_path / "s.parquet")
+    frame[["id", "system", "document", "domain", "h"]].to_parquet(tmp_path / "j.parquet")
+    r = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+              "--group-by", "domain", "--levels", "global,input", "--n-resamples", "200",
+              "--n-permutations", "0", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    tau = {d: stats.kendalltau(sub["m"], sub["h"])[0] for d, sub in frame.groupby("domain")}
+    legal = next(x for x in doc["rows"] if x["group"] == {"domain": "legal"}
+                 and x["level"] == "global")
+    news = next(x for x in doc["rows"] if x["group"] == {"domain": "news"}
+                and x["level"] == "global")
+    assert legal["value"] == pytest.approx(tau["legal"], abs=1e-12)
+    assert legal["delta_vs_rest"] == pytest.approx(tau["legal"] - tau["news"], abs=1e-12)
+    assert news["delta_vs_rest"] == pytest.approx(tau["news"] - tau["legal"], abs=1e-12)
+    assert legal["p_vs_rest"] < 0.05 and news["p_vs_rest"] < 0.05
+    # input level: the mean over the group's documents of scipy's tau-b across systems
+    per_doc = {d: stats.kendalltau(sub["m"], sub["h"])[0] for d, sub in frame.groupby("document")}
+    legal_docs = [per_doc[f"d{d}"] for d in range(15, 30)]
+    row = next(x for x in doc["rows"] if x["group"] == {"domain": "legal"}
+               and x["level"] == "input")
+    assert row["value"] == pytest.approx(np.nanmean(legal_docs), abs=1e-12)
+    collapsed = {(v["level"], c["group"]["domain"]) for v in doc["verdict"]
+                 for c in v["collapses"]}
+    assert collapsed == {("global", "legal"), ("input", "legal")}
+    text = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+                 "--group-by", "domain", "--levels", "global", "--n-resamples", "200",
+                 "--n-permutations", "0"]).output
+    assert "collapses on domain=legal" in text and "domain=news:" not in text
+
+
+def test_the_summary_writes_no_p_of_zero_and_no_negative_zero():
+    from pipeline.agree.tables import summary_text
+
+    row = {"measure": "m", "human": "h", "level": "global", "coefficient": "kendall",
+           "group": None, "value": 0.5, "low": -0.0001, "high": 0.7, "rank": 2,
+           "p_vs_best": 0.0, "reason": None}
+    doc = {"verdict": [], "ceiling": [], "rows": [row], "notes": [], "signature": "s",
+           "settings": {"n_resamples": 1000, "n_permutations": 1000}}
+    line = summary_text(doc).splitlines()[-1]
+    assert "[0.000, 0.700]" in line and line.endswith("rank 2, p vs best < 0.001")
+    plain = {**row, "measure": "rater 1", "rank": None, "p_vs_best": None}
+    line = summary_text({**doc, "rows": [plain]}).splitlines()[-1]
+    assert line == line.rstrip() and line.endswith("[0.000, 0.700]")
+
+
+def test_jsonl_scores_and_csv_judgments_with_lists_of_raters(tmp_path):
+    # the same tables as Parquet, as JSON Lines and CSV (raters as a JSON array in the cell)
+    frame = _tables(tmp_path)
+    (tmp_path / "scores.jsonl").write_text("".join(
+        json.dumps(r) + "\n" for r in frame[["id", "good", "noisy"]].to_dict("records")))
+    csv = frame[["id", "system", "document", "domain"]].assign(
+        raters=[json.dumps(list(r)) for r in frame["raters"]])
+    csv.to_csv(tmp_path / "judgments.csv", index=False)
+    args = ["--coefficients", "pearson,kendall", "--n-resamples", "20",
+            "--n-permutations", "0", "--format", "json"]
+    a = _run([str(tmp_path / "scores.parquet"), "--judgments",
+              str(tmp_path / "judgments.parquet"), *args])
+    b = _run([str(tmp_path / "scores.jsonl"), "--judgments", str(tmp_path / "judgments.csv"),
+              *args])
+    assert a.exit_code == 0 and b.exit_code == 0, b.output
+    rows_a, rows_b = json.loads(a.stdout)["rows"], json.loads(b.stdout)["rows"]
+    assert [(r["measure"], r["level"], r["coefficient"]) for r in rows_b] == \
+        [(r["measure"], r["level"], r["coefficient"]) for r in rows_a]
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        assert rb["value"] == pytest.approx(ra["value"], abs=1e-12)
+    human = frame["raters"].map(np.mean)
+    g = next(r for r in rows_b if r["measure"] == "good" and r["level"] == "global"
+             and r["coefficient"] == "kendall" and r["kind"] == "metric")
+    assert g["value"] == pytest.approx(stats.kendalltau(frame["good"], human)[0], abs=1e-12)
+
+
+def test_a_group_is_resampled_from_its_own_systems_and_inputs(tmp_path):
+    # systems s0-s3 judged on news, s4-s9 on legal: the news group's bootstrap draws 4
+    # systems and 5 inputs per resample, so its rows equal those of its examples alone
+    # (groups in sorted order: legal 0, news 1, resampled with seed + 2 + 1)
+    rng = np.random.default_rng(5)
+    rows = []
+    for s in range(10):
+        for d in range(5):
+            h = float(rng.integers(1, 6))
+            rows.append({"id": f"e{s}-{d}", "system": f"s{s}", "document": f"d{d}",
+                         "domain": "news" if s < 4 else "legal", "h": h,
+                         "m": h + rng.normal(scale=1.0)})
+    frame = pd.DataFrame(rows)
+    frame[["id", "m"]].to_parquet(tmp_path / "s.parquet")
+    frame[["id", "system", "document", "domain", "h"]].to_parquet(tmp_path / "j.parquet")
+    news = frame[frame["domain"] == "news"]
+    news[["id", "m"]].to_parquet(tmp_path / "ns.parquet")
+    news[["id", "system", "document", "h"]].to_parquet(tmp_path / "nj.parquet")
+    args = ["--levels", "system,input,global", "--n-resamples", "100",
+            "--n-permutations", "0", "--format", "json"]
+    whole = _run([str(tmp_path / "s.parquet"), "--judgments", str(tmp_path / "j.parquet"),
+                  "--group-by", "domain", "--seed", "100", *args])
+    alone = _run([str(tmp_path / "ns.parquet"), "--judgments", str(tmp_path / "nj.parquet"),
+                  "--seed", "103", *args])
+    assert whole.exit_code == 0 and alone.exit_code == 0, whole.output + alone.output
+    grouped = {r["level"]: r for r in json.loads(whole.stdout)["rows"]
+               if r["group"] == {"domain": "news"}}
+    for r in json.loads(alone.stdout)["rows"]:
+        g = grouped[r["level"]]
+        assert (g["n_systems"], g["n_inputs"]) == (r["n_systems"], r["n_inputs"])
+        for key in ("value", "low", "high", "n_resamples"):
+            assert g[key] == pytest.approx(r[key], abs=1e-12), (r["level"], key)
+
+
+@pytest.mark.parametrize("low, high, words", [
+    (0.2, 0.6, "less well than a rater does (a rater against the others: 0.700)"),
+    (0.5, 0.9, "as well as a rater does, within its interval (a rater against the others: 0.700)"),
+    (0.75, 0.9, "better than a rater does (a rater against the others: 0.700)"),
+])
+def test_the_verdict_says_how_the_best_measure_stands_to_the_raters(low, high, words):
+    from pipeline.agree.tables import summary_text
+
+    verdict = {"human": "h", "level": "system", "coefficient": "kendall", "best": "m",
+               "value": (low + high) / 2, "low": low, "high": high, "indistinguishable": [],
+               "tested": False, "ceiling": 0.7, "collapses": []}
+    doc = {"verdict": [verdict], "ceiling": [], "rows": [], "notes": [], "signature": "s",
+           "settings": {}}
+    assert summary_text(doc).splitlines()[0].endswith("; " + words)

@@ -52,3 +52,50 @@ def test_bad_choice_names_the_pair():
     frame = pd.DataFrame([("e0", "e1", "left")], columns=["id_a", "id_b", "choice"])
     with pytest.raises(InputError, match="'e0', 'e1'"):
         read_counts(frame, name="p.csv")
+
+
+def _files(tmp_path):
+    pd.DataFrame({"id": list(SCORES), "m": list(SCORES.values())}).to_parquet(
+        tmp_path / "s.parquet")
+    pd.DataFrame({"id": list(SCORES), "system": ["x", "y", "z", "x", "y", "z"],
+                  "input": ["1", "1", "1", "2", "2", "2"],
+                  "h": [3, 2, 1, 2, 3, 1.0]}).to_parquet(tmp_path / "j.parquet")
+
+
+def _agree(tmp_path, preferences):
+    return CliRunner().invoke(main, ["agree", str(tmp_path / "s.parquet"), "--judgments",
+                                     str(tmp_path / "j.parquet"), "--preferences",
+                                     str(preferences), "--format", "json",
+                                     "--n-resamples", "200", "--n-permutations", "0"])
+
+
+def test_counts_per_pair_give_what_one_row_per_rater_gives(tmp_path):
+    _files(tmp_path)
+    votes = pd.DataFrame(VOTES, columns=["id_a", "id_b", "choice"])
+    votes.to_csv(tmp_path / "p.csv", index=False)
+    counts = (votes.assign(n=1).pivot_table(index=["id_a", "id_b"], columns="choice",
+                                             values="n", aggfunc="sum", fill_value=0)
+              .reindex(columns=["a", "b", "tie"], fill_value=0)
+              .rename(columns={"a": "n_a", "b": "n_b", "tie": "n_tie"}).reset_index())
+    counts.to_parquet(tmp_path / "c.parquet")
+    (per_rater,) = json.loads(_agree(tmp_path, tmp_path / "p.csv").stdout)["preferences"]
+    r = _agree(tmp_path, tmp_path / "c.parquet")
+    assert r.exit_code == 0, r.output
+    (per_pair,) = json.loads(r.stdout)["preferences"]
+    for key in ("n_pairs", "agreement", "rater_agreement", "majority_a", "majority_b",
+                "majority_tie"):
+        assert per_pair[key] == pytest.approx(per_rater[key]), key
+    assert per_pair["agreement"] == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("rows, needle", [
+    ([("e0", "nope", "a")], "'nope'"),
+    ([("e0", "e1", "left")], "'left'"),
+])
+def test_bad_preferences_are_one_line_and_exit_2(tmp_path, rows, needle):
+    _files(tmp_path)
+    pd.DataFrame(rows, columns=["id_a", "id_b", "choice"]).to_csv(tmp_path / "p.csv",
+                                                                  index=False)
+    r = _agree(tmp_path, tmp_path / "p.csv")
+    assert r.exit_code == 2 and needle in r.output
+    assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output

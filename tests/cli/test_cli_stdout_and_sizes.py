@@ -48,10 +48,10 @@ def runs(tmp_path_factory) -> tuple[str, str]:
     return out[0], out[1]
 
 
-def overlap(*args: str, stdout=subprocess.PIPE, cwd: Path | None = None
-            ) -> subprocess.CompletedProcess:
+def overlap(*args: str, stdout=subprocess.PIPE, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, timeout=300, cwd=cwd)
+                          stderr=subprocess.PIPE, text=True, timeout=300, cwd=cwd, env=env)
 
 
 def _one_error_line(stderr: str) -> str:
@@ -64,7 +64,8 @@ def _one_error_line(stderr: str) -> str:
 # --- item 4: stdout on a full disk, stdout a closed pipe --------------------------------------
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-@pytest.mark.parametrize("command", ["signature", "compare-alarm", "compare-quiet", "score"])
+@pytest.mark.parametrize("command", ["signature", "compare-alarm", "compare-quiet", "score",
+                                     "explain", "report", "nightly"])
 def test_a_full_stdout_is_one_line_and_exit_4_never_the_alarms_1(runs, tmp_path, command):
     base, cand = runs
     args = {"signature": ["signature", "--metrics", "rouge1"],
@@ -72,13 +73,24 @@ def test_a_full_stdout_is_one_line_and_exit_4_never_the_alarms_1(runs, tmp_path,
             "compare-quiet": ["compare", base, base],
             "score": ["score", _inputs(tmp_path / "in", drop=1), "--output",
                       str(tmp_path / "out"), "--metrics", "rouge1", "--engine", "local",
-                      "--bootstrap", "0"]}[command]
+                      "--bootstrap", "0"],
+            "explain": ["explain", "--prediction", "the cat sat", "--reference", "the cat"],
+            "report": ["report", cand, "--baseline", base, "--output",
+                       str(tmp_path / "report.html")],
+            "nightly": ["nightly", str(tmp_path / "nights"), _inputs(tmp_path / "in", drop=1)],
+            }[command]
+    env = {**os.environ, "RUN_DATE": "2025-01-02", "SCORE_ARGS": "--engine local --bootstrap 0"}
+    if command == "nightly":  # a first night, which prints nothing on stdout
+        first = overlap(*args[:-1], _inputs(tmp_path / "first", drop=0),
+                        env={**env, "RUN_DATE": "2025-01-01"})
+        assert first.returncode == 0, first.stderr
     with open("/dev/full", "w") as full:
-        done = overlap(*args, stdout=full)
+        done = overlap(*args, stdout=full, env=env)
     assert done.returncode == 4, (done.returncode, done.stderr)
     line = _one_error_line(done.stderr)
     assert "stdout" in line and "No space left on device" in line, line
-    would = {"compare-alarm": "1", "signature": "0", "compare-quiet": "0", "score": "0"}
+    would = {"compare-alarm": "1", "signature": "0", "compare-quiet": "0", "score": "0",
+             "explain": "0", "report": "0", "nightly": "1"}
     assert f"exit code {would[command]}" in line, line
     if command == "score":  # the run itself is complete: only its summary was lost
         assert (tmp_path / "out" / "_SUCCESS").exists()

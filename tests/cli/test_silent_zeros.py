@@ -99,3 +99,42 @@ def test_the_library_warns_too():
     messages = {w.category: str(w.message) for w in caught}
     assert "scripts: CYRILLIC, CJK" in messages[ZeroTokenWarning]
     assert messages[UnsegmentedTextWarning].startswith("2 texts")
+
+
+def test_explain_says_which_texts_have_no_token_before_the_tokens():
+    from rouge_score import tokenize
+
+    prediction, references = ROWS["prediction"][1], [ROWS["references"][1][0], "the cat"]
+    assert [bool(tokenize.tokenize(t, None)) for t in [prediction, *references]] == \
+        [False, False, True]  # rouge-score's tokenizer: no token for the Russian texts
+    result = CliRunner().invoke(main, ["explain", "--prediction", prediction,
+                                       "--reference", references[0], "--reference",
+                                       references[1], "--metrics", "rouge1"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == ("warning: prediction, reference 0 have no token in view rouge "
+                        "(scripts: CYRILLIC), so ROUGE is 0 (for text not in Latin script: "
+                        "--language LANG, XL-Sum's per-language tokenizer, or --tokenizer "
+                        "unicode)")
+    fixed = CliRunner().invoke(main, ["explain", "--prediction", prediction, "--reference",
+                                      references[0], "--metrics", "rouge1",
+                                      "--language", "russian"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "warning:" not in fixed.output
+
+
+def test_the_report_says_it_first(mixed, tmp_path):
+    run = tmp_path / "r"
+    scored = CliRunner().invoke(main, ["score", str(mixed), "--output", str(run),
+                                       "--metrics", "rouge1,bleu", "--bootstrap", "0"])
+    assert scored.exit_code == 0, scored.output
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(run), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text("utf-8")
+    box = page.index("Scores of 0 that say nothing about the texts")
+    # before the run's facts, with the counts of rouge-score's tokenizer and 13a's words
+    assert box < page.index("<h2>This run</h2>")
+    assert f"{_rouge_score_empty()} non-empty texts produced no token with tokenizer " \
+           "rouge-score" in page[box:page.index("</div>", box)]
+    assert "2 texts are in a script written without spaces" in page[box:]

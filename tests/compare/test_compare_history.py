@@ -155,8 +155,11 @@ def test_static_band_until_seven_nights_then_learned(tmp_path, suite):
     early = compare_runs(str(runs[3]), str(runs[4]), history=str(tmp_path), n_bootstrap=100,
                          top=0)
     # nights before the candidate: 4 (n00..n03)
-    assert early.bands == ["rouge1.fmeasure: band: static 0.01 (history: 4 of 7 nights)",
-                           "rougeL.fmeasure: band: static 0.01 (history: 4 of 7 nights)"]
+    # the history's note counts the nights against the 7 needed; the band lines do not again
+    assert early.bands == ["rouge1.fmeasure: band: static 0.0100 (too few nights to learn)",
+                           "rougeL.fmeasure: band: static 0.0100 (too few nights to learn)"]
+    assert [n for n in early.notes if "fewer than the 7" in n][0].startswith(
+        "history: 4 nights under")
     rows = early.comparison.rows
     assert (rows["band_source"] == "static").all() and (rows["band"] == 0.01).all()
     late = compare_runs(str(runs[8]), str(runs[9]), history=str(tmp_path), n_bootstrap=100,
@@ -176,6 +179,34 @@ def test_static_band_until_seven_nights_then_learned(tmp_path, suite):
         assert r.band == pytest.approx(max(learned, 0.01), rel=1e-9)
         assert r.band_source == ("learned" if learned > 0.01 else "floor")
     assert late.to_document()["history"]["nights"][0]["run_id"] == "n02"
+    _reads_right(late)
+
+
+def _reads_right(result):
+    """Issue 25, item 28: every band an alarm used is on its measure's line, at one
+    precision, and the history is counted in one wording."""
+    import re
+
+    from pipeline.cli.compare import format_table
+
+    doc = result.to_document()
+    rows = result.comparison.rows
+    for line, (metric, measure) in zip(doc["bands"], rows.loc[rows["group"] == "all",
+                                                              ["metric", "measure"]].values,
+                                       strict=True):
+        mine = rows[(rows["metric"] == metric) & (rows["measure"] == measure)]
+        for band in mine["band"]:
+            assert f"{band:.4f}" in line or any(  # within a range "lo to hi" of the line
+                float(lo) <= round(band, 4) <= float(hi)
+                for lo, hi in re.findall(r"(\d\.\d{4}) to (\d\.\d{4})", line)), (band, line)
+        for source in set(mine["band_source"]):
+            assert source in line
+    text = format_table(doc, mode="table")
+    assert re.findall(r"\b\d+\.\d+\b", " ".join(doc["bands"])) == re.findall(
+        r"\b\d+\.\d{4}\b", " ".join(doc["bands"]))  # one precision: four decimals
+    counts = set(re.findall(r"(\d+) nights?\b", text))
+    assert counts == {str(len(doc["history"]["nights"]))}, counts
+    assert " of 7 nights" not in text and "of the last" not in text
 
 
 def test_compare_json_and_parquet_carry_bands_adjusted_p_and_alarms(tmp_path, suite):

@@ -95,14 +95,18 @@ def _pair(index: int, matches: int, p_units: int, r_units: int, detail: dict[str
 
 
 def explain_ngrams(prediction: Sequence[str], reference: Sequence[str], n: int, *,
-                   index: int = 0) -> PairExplanation:
-    """Clipped n-gram matches of one pair (rougeN); ``detail["ngrams"]`` lists them."""
+                   index: int = 0, quoted: bool = False) -> PairExplanation:
+    """Clipped n-gram matches of one pair (rougeN); ``detail["ngrams"]`` lists them.
+
+    ``quoted``: the listing shows tokens as Python literals (``' '`` seen), as under
+    ``--language``.
+    """
     pred, ref = ngrams(prediction, n), ngrams(reference, n)
     rows = clipped_matches(pred, Counter(ref))
     budget = {tuple(r["ngram"]): r["matches"] for r in rows}
     return _pair(index, sum(budget.values()), len(pred), len(ref), {"ngrams": rows},
                  matched_positions(pred, budget), matched_positions(ref, budget),
-                 [("clipped n-grams", gram_items(rows))])
+                 [("clipped n-grams", gram_items(rows, quoted=quoted))])
 
 
 def lcs_pairs(ref: Sequence[str], can: Sequence[str]) -> list[tuple[int, int]]:
@@ -134,20 +138,28 @@ def lcs_pairs(ref: Sequence[str], can: Sequence[str]) -> list[tuple[int, int]]:
     return [(int(r), int(c)) for r, c in pairs.tolist()]
 
 
-def explain_lcs(prediction: Sequence[str], reference: Sequence[str], *, index: int = 0
-                ) -> PairExplanation:
-    """The LCS of one pair (rougeL); ``detail["alignment"]``: (prediction, reference) pairs."""
+def explain_lcs(prediction: Sequence[str], reference: Sequence[str], *, index: int = 0,
+                quoted: bool = False) -> PairExplanation:
+    """The LCS of one pair (rougeL); ``detail["alignment"]``: (prediction, reference) pairs.
+
+    ``quoted``: the listing shows tokens as Python literals (``' '`` seen).
+    """
+    shown = repr if quoted else str
     pairs = [(c, r) for r, c in lcs_pairs(reference, prediction)]
     return _pair(index, len(pairs), len(prediction), len(reference),
                  {"alignment": [list(p) for p in pairs]}, [c for c, _ in pairs],
                  [r for _, r in pairs],
-                 [("LCS (pred pos, ref pos)", [f"{prediction[a]} ({a},{b})"
+                 [("LCS (pred pos, ref pos)", [f"{shown(prediction[a])} ({a},{b})"
                                                for a, b in pairs])])
 
 
-def explain_summary_lcs(prediction: Tokens, reference: Tokens, *, index: int = 0
-                        ) -> PairExplanation:
-    """Union-LCS hits per reference sentence of one pair (rougeLsum); ``detail["sentences"]``."""
+def explain_summary_lcs(prediction: Tokens, reference: Tokens, *, index: int = 0,
+                        quoted: bool = False) -> PairExplanation:
+    """Union-LCS hits per reference sentence of one pair (rougeLsum); ``detail["sentences"]``.
+
+    ``quoted``: the listing shows tokens as Python literals (``' '`` seen).
+    """
+    shown = repr if quoted else str
     pred, ref = prediction.tokens, reference.tokens
     if not pred or not ref:
         return _pair(index, 0, len(pred), len(ref), {"sentences": []}, [], [], [])
@@ -170,7 +182,7 @@ def explain_summary_lcs(prediction: Tokens, reference: Tokens, *, index: int = 0
         if re_ > rs:
             rows.append({"sentence": k, "start": rs, "end": re_, "union": sorted(union),
                          "hits": hits})
-    listing = [(f"sentence {r['sentence']} hits", [f"{ref[q]} ({q})" for q in r["hits"]])
+    listing = [(f"sentence {r['sentence']} hits", [f"{shown(ref[q])} ({q})" for q in r["hits"]])
                for r in rows]
     return _pair(index, hits_total, len(pred), len(ref), {"sentences": rows},
                  sorted(pred_marked), [p for r in rows for p in r["hits"]], listing)
@@ -213,16 +225,18 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
     pred, pred_lines = whole(prediction), lines(prediction)
     refs, refs_lines = [whole(r) for r in references], [lines(r) for r in references]
     pairs: dict[str, list[PairExplanation]] = {}
+    quoted = bool(options.get("language"))  # per-language tokens: ' ' is one
     for metric in metrics:
         code = _code(metric)
         if code == ROUGE_L:
-            pairs[metric] = [explain_lcs(pred.tokens, r.tokens, index=i)
+            pairs[metric] = [explain_lcs(pred.tokens, r.tokens, index=i, quoted=quoted)
                              for i, r in enumerate(refs)]
         elif code == ROUGE_LSUM:
-            pairs[metric] = [explain_summary_lcs(pred_lines, r, index=i)
+            pairs[metric] = [explain_summary_lcs(pred_lines, r, index=i, quoted=quoted)
                              for i, r in enumerate(refs_lines)]
         else:
-            pairs[metric] = [explain_ngrams(pred.tokens, r.tokens, code, index=i)
+            pairs[metric] = [explain_ngrams(pred.tokens, r.tokens, code, index=i,
+                                            quoted=quoted)
                              for i, r in enumerate(refs)]
     names = [s for s, _ in STATISTICS]
     stats = np.array([[[pairs[m][i].statistics[s] for s in names] for m in metrics]
