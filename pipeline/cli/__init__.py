@@ -24,14 +24,26 @@ import click
 from pipeline import __version__
 
 
+class _Discard(io.TextIOBase):
+    """A text stream that drops what it is given (Ray's messages without --verbose)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 @contextlib.contextmanager
 def results_only_stdout() -> Iterator[None]:
-    """Send everything written to stdout meanwhile to stderr, Python's and the C level's.
+    """Keep stdout for the result: whatever the engine prints meanwhile goes elsewhere.
 
     The result a script parses is printed after the block. Ray writes to the process's
-    stdout from its own threads and C++ code (a task's failure with its traceback, a
-    raylet's death dump): Python's ``sys.stdout`` and file descriptor 1 both point to stderr
-    inside the block, and are restored after it.
+    stdout from its own threads (a retried task's failure with its traceback, its
+    warnings) and from C++ code (a raylet's death dump). Inside the block file descriptor 1
+    points to stderr, and Python's ``sys.stdout`` to stderr with ``overlap --verbose``, to
+    nowhere without it (our own notes and errors use stderr; the run's failure, if any, is
+    reported in one line after the block). Both are restored after it.
     """
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -43,8 +55,11 @@ def results_only_stdout() -> Iterator[None]:
         os.dup2(2, 1)
     except OSError:  # no file descriptors (an embedding host): Python's level only
         saved = None
+    # ``overlap --verbose`` sets it too (see main)
+    verbose = os.environ.get("OVERLAP_VERBOSE", "").strip().lower() not in (
+        "", "0", "false", "no", "off")
     try:
-        with contextlib.redirect_stdout(sys.stderr):
+        with contextlib.redirect_stdout(sys.stderr if verbose else _Discard()):
             yield
     finally:
         try:
@@ -386,9 +401,14 @@ Exit codes: 0 ok, 1 alarm (compare, nightly), 2 bad usage or input,
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
              epilog=_MAIN_EPILOG)
 @click.version_option(__version__, prog_name="overlap")
-def main() -> None:
+@click.option("--verbose", is_flag=True, envvar="OVERLAP_VERBOSE",
+              help="Show what Ray prints while a command runs (retried tasks' tracebacks, "
+                   "warnings), on stderr (env OVERLAP_VERBOSE=1).")
+def main(verbose: bool = False) -> None:
     """Score ROUGE, BLEU, chrF and token F1 on Parquet data, exactly and at scale.
 
     Score a run, compare it with a baseline (alarms beyond run-to-run noise), publish it to
     Delta or Iceberg tables, write an HTML report, explain one example's score.
     """
+    if verbose:  # read where Ray's output is kept or shown (here and pipeline.engine)
+        os.environ["OVERLAP_VERBOSE"] = "1"

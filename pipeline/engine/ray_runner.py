@@ -468,7 +468,9 @@ def check_driver(address: str, *, timeout_s: float = DRIVER_CHECK_TIMEOUT_S) -> 
     the cause among many warning lines, or aborts the process. The check asks the cluster's
     GCS in a child process (about 2 s) and names the first cause found: no token, a wrong
     token, this machine not a node (none of the nodes' raylet sockets is here), a version
-    mismatch. ``ray://`` (Ray Client) addresses are not checked.
+    mismatch. ``ray://`` (Ray Client) addresses are not checked. What Ray printed while
+    asking (its warnings) goes to stderr only with ``OVERLAP_VERBOSE=1`` (``overlap
+    --verbose``).
 
     Raises:
         ExecutionError: one line naming the cause (exit 4).
@@ -488,6 +490,9 @@ def check_driver(address: str, *, timeout_s: float = DRIVER_CHECK_TIMEOUT_S) -> 
     except subprocess.TimeoutExpired:
         raise ExecutionError(f"the Ray cluster at {address} did not answer within "
                              f"{timeout_s:.0f} s", hint=hint) from None
+    verbose = os.environ.get("OVERLAP_VERBOSE", "").strip().lower()
+    if verbose not in ("", "0", "false", "no", "off") and proc.stderr.strip():
+        sys.stderr.write(proc.stderr)  # Ray's own lines, with overlap --verbose only
     try:
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):

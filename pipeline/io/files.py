@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from pipeline.errors import InputError
+from pipeline.errors import ExecutionError, InputError
 
 _GLOB_CHARS = "*?["
 
@@ -65,6 +65,8 @@ def locate(uri: str) -> Location:
 
     Raises:
         InputError: a scheme neither pyarrow nor fsspec can open.
+        ExecutionError: the store cannot be reached (pyarrow asks S3 for a bucket's region
+            when no region is set; an unresolvable endpoint fails here).
 
     """
     scheme = _scheme(uri)
@@ -84,6 +86,11 @@ def locate(uri: str) -> Location:
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
         return Location(fs, path, uri)
+    except OSError as e:  # not ArrowInvalid (a ValueError): the store did not answer
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ExecutionError(f"cannot open {uri}: {first}",
+                             hint="check the storage settings (docs/cluster.md, object "
+                                  "storage settings) and the network") from None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as pa_error:
         try:
             fs = _fsspec_filesystem(scheme)

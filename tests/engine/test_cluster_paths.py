@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -132,29 +133,39 @@ def test_allow_local_paths_lets_a_single_host_cluster_use_local_paths(runs, tmp_
     assert "could not connect" in result.stderr
 
 
-def test_compare_keeps_what_the_engine_prints_off_stdout(runs, tmp_path):
-    """Ray's log forwarding prints task tracebacks on the driver's stdout, from Python and
-    from C++: stdout must hold the result alone (here the JSON document)."""
+@pytest.mark.parametrize("verbose", ["", "--verbose", "OVERLAP_VERBOSE=1"])
+def test_compare_keeps_what_the_engine_prints_off_stdout(runs, tmp_path, verbose):
+    """Ray's driver prints task tracebacks on stdout, from Python (its error listener's
+    ``print``) and from C++: stdout must hold the result alone (here the JSON document).
+    Ray's Python-level messages reach stderr only with ``--verbose`` (or OVERLAP_VERBOSE=1);
+    the C++ level's always do; our own lines on stderr always do."""
     base, cand = runs
     code = f"""
 import os, sys
+import click
 import pipeline.engine.compare as ec
 real = ec.compare_on_engine
 def noisy(*a, **k):
     print("(raylet) Task failed: Traceback (most recent call last)")
     os.write(1, b"*** SIGSEGV received, stack trace from C++ ***\\n")
+    click.echo("note: our own line", err=True)
     return real(*a, **k)
 ec.compare_on_engine = noisy
 from pipeline.cli import main
-sys.argv = ["overlap", "compare", {str(base)!r}, {str(cand)!r}, "--format", "json",
+flags = [{verbose!r}] if {verbose!r} == "--verbose" else []
+sys.argv = ["overlap", *flags, "compare", {str(base)!r}, {str(cand)!r}, "--format", "json",
             "--engine", "local"]
 main()
 """
+    env = {k: v for k, v in os.environ.items() if k != "OVERLAP_VERBOSE"}
+    if verbose.startswith("OVERLAP_VERBOSE"):
+        env["OVERLAP_VERBOSE"] = "1"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=env)
     assert proc.returncode in (0, 1), proc.stderr
     json.loads(proc.stdout)  # the document alone
-    assert "Task failed" in proc.stderr and "SIGSEGV" in proc.stderr
+    assert "SIGSEGV" in proc.stderr and "note: our own line" in proc.stderr
+    assert ("Task failed" in proc.stderr) == bool(verbose), proc.stderr
 
 
 def test_nightly_plot_on_object_storage_is_drawn_here_and_uploaded(runs):
@@ -166,3 +177,17 @@ def test_nightly_plot_on_object_storage_is_drawn_here_and_uploaded(runs):
     loc = locate(uri)
     with loc.fs.open_input_stream(loc.path) as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_history_already_read_is_no_path_to_check_on_a_cluster():
+    """The nightly hands compare the History it read (its earlier nights), not a ROOT: the
+    cluster's path check took it for a path (AttributeError: 'History' object has no
+    attribute 'partition'; every nightly comparison on a cluster failed). Past the check,
+    the address is tried (nothing listens there: exit 4)."""
+    from pipeline.compare.history import History
+    from pipeline.errors import ExecutionError
+
+    history = History(source="s3://bucket/nights", nights=(), window=14)
+    with pytest.raises(ExecutionError, match="could not connect"):
+        api.compare("s3://bucket/nights/a", "s3://bucket/nights/b", history=history,
+                    output="s3://bucket/cmp", address=NOWHERE, engine="ray")

@@ -124,3 +124,33 @@ def test_a_failed_iceberg_publish_leaves_no_namespace_it_created(s3, tmp_path):
     with sqlite3.connect(catalog) as db:
         left = db.execute("select * from iceberg_namespace_properties").fetchall()
     assert left == []
+
+
+def test_a_store_that_does_not_answer_is_one_line_and_exit_4(monkeypatch, tmp_path):
+    """Without a region, pyarrow asks S3 for the bucket's region when the URI is opened; an
+    endpoint that does not resolve raised an OSError there, out of the command as a
+    traceback (seen with ``--output s3://...`` and no network). The failure is injected
+    where pyarrow raised it, with pyarrow's own message."""
+    for name in [k for k in __import__("os").environ if k.startswith("OVERLAP_S3_")]:
+        monkeypatch.delenv(name)
+    message = ("When resolving region for bucket 'x': AWS Error NETWORK_CONNECTION during "
+               "HeadBucket operation: curlCode: 6, Could not resolve hostname")
+
+    def unreachable(uri):
+        raise OSError(message)
+
+    class Pyarrow:  # pyarrow.fs as pipeline.io.files sees it, but for FileSystem.from_uri
+        FileSystem = type("FileSystem", (), {"from_uri": staticmethod(unreachable)})
+
+        def __getattr__(self, name):
+            return getattr(pafs, name)
+
+    monkeypatch.setattr("pipeline.io.files.pafs", Pyarrow())
+    result = CliRunner().invoke(main, ["score", str(REALSUMM / "predictions"), "--references",
+                                       str(REALSUMM / "references.parquet"), "--output",
+                                       "s3://x/y"])
+    assert result.exit_code == 4, result.output
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"Error: cannot open s3://x/y: {message} (check the storage settings (docs/cluster.md, "
+        "object storage settings) and the network)"]

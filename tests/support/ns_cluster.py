@@ -99,6 +99,31 @@ class PrivateTmpCluster(LoopbackCluster):
         """Run ``command`` in node ``node``'s mount namespace (sees that node's /tmp only)."""
         return subprocess.run([*self.driver_prefix(node), *command], **kwargs)
 
+    def node_processes(self, node: int) -> dict[int, str]:
+        """The live processes of node ``node`` under its ``ray start``: PID -> command line
+        (Ray's workers show the task they run as ``ray::NAME``)."""
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+        found: dict[int, str] = {}
+        todo = list(children.get(self.procs[node].pid, []))
+        while todo:
+            pid = todo.pop()
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            found[pid] = cmd.decode(errors="replace").strip()
+            todo.extend(children.get(pid, []))
+        return found
+
     def stop(self, *, timeout_s: float = 30.0) -> list[int]:
         """Stop the nodes (see :meth:`LoopbackCluster.stop`); their tmpfs go with them."""
         leftovers = super().stop(timeout_s=timeout_s)
