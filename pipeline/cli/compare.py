@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import unicodedata
 from typing import Any
 
@@ -400,9 +401,11 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
         ctx.exit(err.exit_code)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
-    same = doc.get("baseline", {}).get("run_id")
-    if same is not None and same == doc.get("candidate", {}).get("run_id"):
-        click.echo(f"note: both sides are the same run (run id {safe(same)})", err=True)
+    base, cand = doc.get("baseline") or {}, doc.get("candidate") or {}
+    if base.get("run_id") is not None and base.get("run_id") == cand.get("run_id") \
+            and _same_place(base.get("path"), cand.get("path")):  # a fixed RUN_ID is no hint
+        click.echo(f"note: both sides are the same run (run id {safe(base['run_id'])})",
+                   err=True)
     if result.signature_differences:
         click.echo(f"warning: signatures differ in {', '.join(result.signature_differences)}; "
                    "compared anyway (--allow-signature-mismatch)", err=True)
@@ -418,3 +421,12 @@ def compare_command(ctx: click.Context, baseline_dir: str, candidate_dir: str,
         except Exception as err:  # noqa: BLE001 - a picture must not change the verdict
             click.echo(f"warning: the plot was not drawn: {safe(err)}", err=True)
     ctx.exit(1 if result.alarm else 0)
+
+
+def _same_place(a: str | None, b: str | None) -> bool:
+    """True when two run paths name one directory (local paths resolved, URIs as written)."""
+    if a is None or b is None:
+        return False
+    if "://" in a or "://" in b:
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.realpath(a) == os.path.realpath(b)

@@ -38,6 +38,17 @@ def test_comparing_a_run_with_itself_says_so(tmp_path):
     assert "note: both sides are the same run (run id run-a)" in result.output
 
 
+def test_two_runs_with_one_run_id_are_not_called_the_same_run(tmp_path):
+    # A nightly with a fixed RUN_ID gives every night the same run id, in its own directory.
+    import shutil
+
+    runs = scored_runs(tmp_path)
+    shutil.copytree(runs["a"], tmp_path / "night2")
+    result = CliRunner().invoke(main, ["compare", str(runs["a"]), str(tmp_path / "night2")])
+    assert result.exit_code == 0, result.output
+    assert "same run" not in result.output
+
+
 def test_the_default_config_points_at_the_metrics_page():
     from pathlib import Path
 
