@@ -128,9 +128,10 @@ def parse_run_date(text: str) -> date:
         ConfigError: another format or an impossible date (``2026-13-01``, ``2026-02-30``).
 
     """
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        raise ConfigError(f"run date {text!r}: use YYYY-MM-DD")
     try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            raise ValueError(text)
         return date.fromisoformat(text)
     except ValueError:
-        raise ConfigError(f"run date {text!r}: use YYYY-MM-DD") from None
+        raise ConfigError(f"run date {text!r}: no such day (month 01-12, a day the month "
+                          "has)") from None

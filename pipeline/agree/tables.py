@@ -202,7 +202,8 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
             return "scores"
         raise InputError(f"no {role} column {column!r} in the judgments {judgments_name} "
                          f"or the scores {scores_name}",
-                         hint=f"the judgments have {', '.join(map(str, judgments.columns))}")
+                         hint=f"the judgments have {', '.join(map(str, judgments.columns))}; "
+                              f"the scores have {', '.join(map(str, scores.columns))}")
 
     place(system_column, "system")
     if input_column is None:

@@ -33,13 +33,15 @@ def _night(root: Path, preds: Path, date: str, run_id: str, score_args: str = SC
                                    "SCORE_ARGS": score_args, "COMPARE_ARGS": "", **env})
 
 
-@pytest.mark.parametrize("date", ["2026-13-01", "2026-02-30", "2026-1-01"])
+@pytest.mark.parametrize(("date", "why"), [("2026-13-01", "no such day"),
+                                         ("2026-02-30", "no such day"),
+                                         ("2026-1-01", "use YYYY-MM-DD")])
 def test_an_impossible_run_date_is_refused_before_anything_is_written(tmp_path, predictions,
-                                                                     date):
+                                                                     date, why):
     root = tmp_path / "nights"
     result = _night(root, predictions, date, "n1")
     assert result.exit_code == 2, result.output
-    assert f"run date {date!r}: use YYYY-MM-DD" in result.output
+    assert f"run date {date!r}: {why}" in result.output
     assert not root.exists()
 
 
