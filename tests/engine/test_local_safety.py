@@ -104,9 +104,11 @@ def test_a_local_run_listens_on_loopback_only_and_stops_cleanly_on_a_signal(
     assert len(list(tmp_path.glob(".out.overlap-staging-*"))) == 1  # kept for resuming
     assert list((tmp_path / "home").iterdir()) == []  # nothing written to HOME
     if sig == signal.SIGTERM:  # the same command resumes and finishes
-        # ... with a retried task, which Ray reports (traceback included) on the driver
+        # ... with a retried task, which Ray reports (traceback included) on the driver:
+        # on stderr with --verbose (OVERLAP_VERBOSE=1), never on stdout
         env["OVERLAP_FAULTS"] = json.dumps({"partition": 0, "action": "transient",
                                             "log": str(tmp_path / "attempts")})
+        env["OVERLAP_VERBOSE"] = "1"
         result = subprocess.run(proc.args, env=env, capture_output=True, text=True,
                                 cwd=ROOT, timeout=300)
         assert result.returncode == 0, result.stderr
