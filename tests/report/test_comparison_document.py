@@ -13,23 +13,13 @@ import copy
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from pipeline import api
 from pipeline.compare.document import check_document, load_document
 from pipeline.errors import InputError
 from tests.support.hostile_runs import invoke, one_line_error
-from tests.support.warehouse_runs import realsumm_inputs, score_run
-
-
-def _cut(preds: Path, out: Path, every: int) -> Path:
-    frame = pd.read_parquet(preds)
-    rows = frame.index[::every]
-    frame.loc[rows, "prediction"] = [" ".join(t.split()[: max(1, len(t.split()) // 3)])
-                                     for t in frame.loc[rows, "prediction"]]
-    frame.to_parquet(out, index=False)
-    return out
+from tests.support.warehouse_runs import cut_predictions, realsumm_inputs, score_run
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +28,11 @@ def runs(tmp_path_factory):
     run with every 3rd cut, and the comparison of the candidate with the baseline."""
     root = tmp_path_factory.mktemp("document")
     preds, refs = realsumm_inputs(root / "in", n=40)
+    cand = cut_predictions(preds, root / "in" / "cand.parquet", every=2)
+    other = cut_predictions(preds, root / "in" / "other.parquet", every=3)
     out = {"base": score_run(preds, refs, root / "base", run_id="base", keep_text=True),
-           "cand": score_run(_cut(preds, root / "in" / "cand.parquet", 2), refs, root / "cand",
-                             run_id="cand", keep_text=True),
-           "other": score_run(_cut(preds, root / "in" / "other.parquet", 3), refs,
-                              root / "other", run_id="other", keep_text=True)}
+           "cand": score_run(cand, refs, root / "cand", run_id="cand", keep_text=True),
+           "other": score_run(other, refs, root / "other", run_id="other", keep_text=True)}
     result = api.compare(str(out["base"]), str(out["cand"]), output=str(root / "cmp"))
     assert result.alarm  # the reproductions below rely on an alarming comparison
     out["cmp"] = root / "cmp" / "compare.json"
