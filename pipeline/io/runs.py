@@ -224,6 +224,30 @@ def _verify_file(fs: pafs.FileSystem, name: str, *, shown: str, run_id: Any,
     return meta
 
 
+
+def _complete_run(path: str, *, hint: str | None = None
+                  ) -> tuple[pafs.FileSystem, str, dict[str, Any]]:
+    """The filesystem, root and checked manifest of a complete run (with ``_SUCCESS``).
+
+    Raises:
+        InputError: not a directory; no ``_SUCCESS`` (with ``hint``); a missing, unreadable
+            or ill-typed manifest.
+
+    """
+    fs, root = filesystem(path)
+    try:
+        info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err}") from err
+    if info[0].type != pafs.FileType.Directory:
+        raise InputError(f"{path}: no such run directory")
+    if info[1].type != pafs.FileType.File:
+        raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker",
+                         hint=hint)
+    manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
+    check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
+    return fs, root, manifest
+
 def open_run(path: str) -> RunInfo:
     """Open a complete run directory, verified against its manifest (see the module docstring).
 
@@ -247,19 +271,9 @@ def open_run(path: str) -> RunInfo:
             missing from the examples.
 
     """
-    fs, root = filesystem(path)
-    try:
-        info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
-    except OSError as err:
-        raise InputError(f"cannot read {path}: {err}") from err
-    if info[0].type != pafs.FileType.Directory:
-        raise InputError(f"{path}: no such run directory")
-    if info[1].type != pafs.FileType.File:
-        raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker",
-                         hint="the run failed or is still being written; compare with the "
-                              "last run that finished")
-    manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
-    check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
+    fs, root, manifest = _complete_run(
+        path, hint="the run failed or is still being written; compare with the last run that "
+                   "finished")
     files = _example_files(fs, root, path)
     run_id = manifest.get("run_id")
     listed = _listed_outputs(manifest, path)
@@ -361,17 +375,7 @@ def read_aggregate(path: str) -> RunAggregate:
             checksum than the manifest records, or written by another run; no signature.
 
     """
-    fs, root = filesystem(path)
-    try:
-        info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
-    except OSError as err:
-        raise InputError(f"cannot read {path}: {err}") from err
-    if info[0].type != pafs.FileType.Directory:
-        raise InputError(f"{path}: no such run directory")
-    if info[1].type != pafs.FileType.File:
-        raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker")
-    manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
-    check_manifest(manifest, shown=f"{path}/{MANIFEST_NAME}")
+    fs, root, manifest = _complete_run(path)
     run_id = manifest.get("run_id")
     listed = _listed_outputs(manifest, path)
     name = posixpath.join(root, AGGREGATE_NAME)
