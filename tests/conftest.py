@@ -18,6 +18,20 @@ def shared_dir() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="module")
+def moto():
+    """Moto's S3 server on loopback for a module's tests (skips without ``moto[server]``)."""
+    pytest.importorskip("moto")
+    from tests.support.ns_cluster import MotoServer
+
+    server = MotoServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def local_ray():
     """A local Ray instance for the whole session (reused if one is already running).

@@ -39,7 +39,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.ns_cluster import MotoServer, PrivateTmpCluster, can_isolate
+from tests.support.ns_cluster import PrivateTmpCluster, can_isolate
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -53,17 +53,6 @@ N_ROWS = 2500  # realsumm's predictions
 # (RUN_DATE, predictions, RUN_ID): two equal nights, then a regression and its retry
 NIGHTS = (("2026-12-01", "baseline", "n01"), ("2026-12-02", "baseline", "n02"),
           ("2026-12-03", "candidate", None), ("2026-12-03", "candidate", None))
-
-
-@pytest.fixture(scope="module")
-def moto():
-    pytest.importorskip("moto")
-    server = MotoServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -20,22 +20,10 @@ from pipeline.cli import main
 from pipeline.errors import ConfigError
 from pipeline.io import storage
 from tests.compare.test_compare_fixtures import REALSUMM
-from tests.support.ns_cluster import MotoServer
 
 SECRET = "s3cr3t-" + uuid.uuid4().hex
 KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": SECRET,
         "AWS_EC2_METADATA_DISABLED": "true"}
-
-
-@pytest.fixture(scope="module")
-def moto():
-    pytest.importorskip("moto")
-    server = MotoServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
