@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.listening import is_loopback
+
 RAY = Path(sys.executable).with_name("ray")
 READY = "block forever"
 MARKER = "OVERLAP_TEST_RAY"  # environment variable naming the cluster, in all its processes
@@ -77,11 +79,18 @@ class LoopbackCluster:
     token: str = field(default_factory=lambda: secrets.token_hex(32))
     port: int = 0
     procs: list[subprocess.Popen] = field(default_factory=list)
+    dashboard: bool = False
+    dashboard_port: int = 0
 
     def __post_init__(self) -> None:
         for ip in self.node_ips:
-            if not ipaddress.ip_address(ip).is_loopback:
+            if not is_loopback(ip):
                 raise ValueError(f"{ip} is not a loopback address")
+
+    @property
+    def dashboard_address(self) -> str:
+        """The job server's address (``ray job submit --address``), with :attr:`dashboard`."""
+        return f"http://{self.node_ips[0]}:{self.dashboard_port}"
 
     @property
     def address(self) -> str:
