@@ -547,6 +547,71 @@ def package_runtime_env(extra: Mapping[str, Any] | None = None) -> dict[str, Any
     return env
 
 
+# Set by Ray's job manager in the environment of a submitted job's driver (``ray job
+# submit``): the job's config, its runtime_env included, as JSON.
+JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+# runtime_env fields that bring code to the workers
+_CODE_FIELDS = ("working_dir", "py_modules")
+
+
+def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The runtime_env of the Ray job this process drives, or None outside a submitted job.
+
+    Args:
+        environ: the environment to read (default ``os.environ``).
+
+    Raises:
+        ExecutionError: the job's config is not JSON (not as Ray's job manager writes it).
+
+    """
+    import json
+
+    raw = (os.environ if environ is None else environ).get(JOB_CONFIG_VAR)
+    if raw is None:
+        return None
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        raise ExecutionError(f"cannot read the Ray job's config in {JOB_CONFIG_VAR}: not "
+                             "JSON") from None
+    return dict((config or {}).get("runtime_env") or {})
+
+
+def runtime_env_within_job(ours: Mapping[str, Any] | None,
+                           job: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The part of ``ours`` a driver may add to its job's runtime_env without a conflict.
+
+    Inside a submitted Ray job, ``ray.init`` merges the job's runtime_env with the one it is
+    given and refuses the run when a field, or a key of ``env_vars``, is in both (Ray 2.60:
+    ``Failed to merge the Job's runtime env``). The job's settings win: when the job already
+    brings code (``working_dir`` or ``py_modules``, e.g. a clone of this repository as its
+    working_dir), this package is not shipped again (``py_modules``, ``excludes`` left
+    out), since every task of the job gets the job's runtime_env; any other field the job
+    sets is left out of ours, and so is every ``env_vars`` key it sets.
+
+    Args:
+        ours: the runtime_env the engine would pass (see :func:`package_runtime_env`).
+        job: the job's runtime_env (:func:`job_runtime_env`); None: not inside a job.
+
+    Returns:
+        The runtime_env to pass to ``ray.init`` (None: nothing to add).
+
+    """
+    if not ours:
+        return None
+    if job is None:
+        return dict(ours)
+    out = {k: v for k, v in ours.items() if k != "env_vars" and k not in job}
+    if any(job.get(k) for k in _CODE_FIELDS):
+        out.pop("py_modules", None)
+        out.pop("excludes", None)
+    env_vars = {k: v for k, v in dict(ours.get("env_vars") or {}).items()
+                if k not in dict(job.get("env_vars") or {})}
+    if env_vars:
+        out["env_vars"] = env_vars
+    return out or None
+
+
 class RayRunner:
     """Runs tasks on Ray: an existing connection, a cluster by address, or a local instance.
 

@@ -473,7 +473,12 @@ def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
         from pipeline.engine.local import LocalRunner
 
         return LocalRunner(processes=config.num_cpus)
-    from pipeline.engine.ray_runner import RayRunner, package_runtime_env
+    from pipeline.engine.ray_runner import (
+        RayRunner,
+        job_runtime_env,
+        package_runtime_env,
+        runtime_env_within_job,
+    )
 
     address = config.resolved_address()
     runtime_env = None
@@ -486,4 +491,6 @@ def make_runner(config: ScoreConfig, engine: str | None = None) -> Runner:
         if storage_env:
             runtime_env = dict(runtime_env or {})
             runtime_env["env_vars"] = {**storage_env, **dict(runtime_env.get("env_vars") or {})}
+        # the driver of a submitted Ray job: only what the job's runtime_env does not set
+        runtime_env = runtime_env_within_job(runtime_env, job_runtime_env())
     return RayRunner(address=address, num_cpus=config.num_cpus, runtime_env=runtime_env)

@@ -14,7 +14,6 @@ started here are stopped, also when a test fails.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import pytest
 
 from pipeline.api import score
 from pipeline.config import ScoreConfig
+from tests.support.listening import is_loopback, is_wildcard
 from tests.support.ray_cluster import LoopbackCluster
 
 pytestmark = pytest.mark.cluster
@@ -119,5 +119,5 @@ def test_the_cluster_binds_no_address_but_loopback_and_the_wildcard(cluster):
     assert listening, "found no listening socket of the cluster's processes"
     # Some processes (e.g. runtime-env agents, when they are up) bind their node's address:
     # that must be loopback. Whether any is up at this moment is Ray's timing, not asserted.
-    specific = {a for a in listening if not ipaddress.ip_address(a).is_unspecified}
-    assert all(ipaddress.ip_address(a).is_loopback for a in specific), listening
+    specific = {a for a in listening if not is_wildcard(a)}
+    assert all(is_loopback(a) for a in specific), listening

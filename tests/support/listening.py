@@ -72,9 +72,23 @@ def listening_sockets(pids: list[int]) -> list[tuple[str, str, int]]:
     return found
 
 
-def is_loopback(address: str) -> bool:
-    """127.0.0.0/8, ::1, or an IPv4-mapped loopback address (::ffff:127.x.y.z)."""
+def _unmapped(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address, an IPv4-mapped IPv6 one (``::ffff:a.b.c.d``) as its IPv4 address.
+
+    A dual-stack socket shows an IPv4 peer or bind address in that form, and Python 3.11's
+    ``IPv6Address.is_loopback`` and ``is_unspecified`` do not look through it.
+    """
     ip = ipaddress.ip_address(address)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback
+        return ip.ipv4_mapped
+    return ip
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1, or an IPv4-mapped loopback address (::ffff:127.x.y.z)."""
+    return _unmapped(address).is_loopback
+
+
+def is_wildcard(address: str) -> bool:
+    """0.0.0.0, ::, or the IPv4-mapped wildcard (::ffff:0.0.0.0): every interface."""
+    return _unmapped(address).is_unspecified

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.listening import is_loopback
+
 RAY = Path(sys.executable).with_name("ray")
 READY = "block forever"
 MARKER = "OVERLAP_TEST_RAY"  # environment variable naming the cluster, in all its processes
@@ -68,6 +70,9 @@ class LoopbackCluster:
         token: the cluster's authentication token.
         port: the head's GCS port (the cluster address is ``{node_ips[0]}:{port}``).
         procs: the ``ray start`` processes, head first.
+        dashboard: start the head's dashboard (on the head's address), whose job server
+            takes Ray jobs (``ray job submit``; needs ``ray[default]``).
+        dashboard_port: its port (0 until started).
 
     """
 
@@ -77,11 +82,18 @@ class LoopbackCluster:
     token: str = field(default_factory=lambda: secrets.token_hex(32))
     port: int = 0
     procs: list[subprocess.Popen] = field(default_factory=list)
+    dashboard: bool = False
+    dashboard_port: int = 0
 
     def __post_init__(self) -> None:
         for ip in self.node_ips:
-            if not ipaddress.ip_address(ip).is_loopback:
+            if not is_loopback(ip):
                 raise ValueError(f"{ip} is not a loopback address")
+
+    @property
+    def dashboard_address(self) -> str:
+        """The job server's address (``ray job submit --address``), with :attr:`dashboard`."""
+        return f"http://{self.node_ips[0]}:{self.dashboard_port}"
 
     @property
     def address(self) -> str:
@@ -111,9 +123,15 @@ class LoopbackCluster:
         self.port = free_port(head)
         common = [f"--num-cpus={self.cpus_per_node}", f"--temp-dir={self.temp_dir}",
                   "--disable-usage-stats", "--block"]
+        if self.dashboard:
+            self.dashboard_port = free_port(head)
+            dashboard = ["--include-dashboard=true", f"--dashboard-host={head}",
+                         f"--dashboard-port={self.dashboard_port}"]
+        else:
+            dashboard = ["--include-dashboard=false",
+                         f"--dashboard-port={free_port('127.0.0.1')}"]
         self._start(0, [
-            "--head", f"--node-ip-address={head}", f"--port={self.port}",
-            "--include-dashboard=false", f"--dashboard-port={free_port('127.0.0.1')}",
+            "--head", f"--node-ip-address={head}", f"--port={self.port}", *dashboard,
             f"--dashboard-agent-listen-port={free_port(head)}", *common], timeout_s)
         for i, ip in enumerate(self.node_ips[1:], start=1):
             self._start(i, [f"--address={self.address}", f"--node-ip-address={ip}",
