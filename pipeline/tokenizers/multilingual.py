@@ -34,7 +34,7 @@ import importlib
 import os
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -407,6 +407,60 @@ def _stemmer(language: str) -> Callable[[str], str] | None:
     return _snowball(language)
 
 
+# --- --language auto: the segmenter picked by the script ---------------------------------
+
+AUTO = "auto"
+# The language ``auto`` gives a text in none of the segmenters' scripts (the fallback).
+AUTO_FALLBACK = "other"
+AUTO_LANGUAGES = ("chinese", "japanese", "thai", "burmese", AUTO_FALLBACK)
+
+
+@cache
+def _script_patterns() -> tuple[Any, ...]:
+    import regex
+
+    return (regex.compile(r"[\p{Hiragana}\p{Katakana}]"), regex.compile(r"\p{Han}"),
+            regex.compile(r"\p{Thai}"), regex.compile(r"\p{Myanmar}"),
+            regex.compile(r"[^\P{L}\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Myanmar}]+"))
+
+
+def detect_language(texts: Sequence[str | None]) -> str:
+    """The segmenter language of an example's texts, from their scripts (``--language auto``).
+
+    The texts (prediction and references together) are counted in rough word units: each
+    character of a script written without spaces (Han and kana together, Thai, Myanmar) is
+    one, and so is each run of letters of any other script (a word). The largest count
+    wins, the other scripts on ties: Han and kana give ``japanese`` when there is any kana
+    (Hiragana, Katakana), else ``chinese``; Thai gives ``thai``, Myanmar ``burmese``, the rest
+    :data:`AUTO_FALLBACK` (XL-Sum's fallback tokenizer, no stemmer). Texts without a letter
+    give :data:`AUTO_FALLBACK`.
+
+    Args:
+        texts: the texts of one example (None is empty).
+
+    Returns:
+        One of :data:`AUTO_LANGUAGES`.
+    """
+    kana_re, han_re, thai_re, myanmar_re, other_re = _script_patterns()
+    kana = han = thai = myanmar = other = 0
+    for text in texts:
+        if not text:
+            continue
+        other += len(other_re.findall(text))
+        if text.isascii():
+            continue
+        kana += len(kana_re.findall(text))
+        han += len(han_re.findall(text))
+        thai += len(thai_re.findall(text))
+        myanmar += len(myanmar_re.findall(text))
+    best = max(kana + han, thai, myanmar)
+    if best == 0 or other >= best:
+        return AUTO_FALLBACK
+    if kana + han == best:
+        return "japanese" if kana else "chinese"
+    return "thai" if thai == best else "burmese"
+
+
 # --- the tokenizer object ---------------------------------------------------------------
 
 class LanguageTokenizer:
@@ -637,8 +691,9 @@ def signature_versions(language: str | None, *, stem: bool,
     return "+".join(f"{n.lower()}-{package_version(n)}" for n in names)
 
 
-__all__ = ["ALIASES", "EXTRA", "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS",
-           "SNOWBALL_LANGUAGES", "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem",
-           "burmese_syllables", "canonical_language", "check_installed", "check_language",
-           "clean_words", "clear_caches", "get_language_tokenizer", "hindi_stem", "package_version",
-           "required_modules", "signature_versions", "snowball_stopwords"]
+__all__ = ["ALIASES", "AUTO", "AUTO_FALLBACK", "AUTO_LANGUAGES", "EXTRA",
+           "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "SNOWBALL_LANGUAGES",
+           "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem", "burmese_syllables",
+           "canonical_language", "check_installed", "check_language", "clean_words",
+           "clear_caches", "detect_language", "get_language_tokenizer", "hindi_stem",
+           "package_version", "required_modules", "signature_versions", "snowball_stopwords"]
