@@ -382,6 +382,9 @@ def hindi_stem(token: str) -> str:
 class _RafiRules:
     groups: tuple[tuple[str, ...], ...]
     replacements: dict[str, str]
+    # per group: each suffix's first position in the group, and the suffix lengths
+    positions: tuple[dict[str, int], ...] = ()
+    lengths: tuple[tuple[int, ...], ...] = ()
 
 
 _BENGALI_VOWEL_SIGNS = frozenset("ািীেুূো")
@@ -413,7 +416,10 @@ def _rafi_rules() -> _RafiRules:
             current.append(line)
     if current is not None:
         groups.append(tuple(current))
-    return _RafiRules(tuple(groups), replacements)
+    positions = tuple({suffix: k for k, suffix in reversed(list(enumerate(group)))}
+                      for group in groups)
+    lengths = tuple(tuple(sorted({len(suffix) for suffix in group})) for group in groups)
+    return _RafiRules(tuple(groups), replacements, positions, lengths)
 
 
 def bengali_stem(token: str) -> str:
@@ -426,10 +432,19 @@ def bengali_stem(token: str) -> str:
     """
     rules = _rafi_rules()
     word = token
-    for group in rules.groups:
-        for suffix in group:
-            if not word.endswith(suffix):
-                continue
+    for group, positions, lengths in zip(rules.groups, rules.positions, rules.lengths,
+                                         strict=True):
+        # the group's first suffix the word ends with: the lowest position among the
+        # word's endings that are suffixes of the group (one lookup per suffix length)
+        first = len(group)
+        for length in lengths:
+            if length > len(word):
+                break
+            k = positions.get(word[len(word) - length:], first)
+            if k < first:
+                first = k
+        if first < len(group):
+            suffix = group[first]
             start = len(word) - len(suffix)
             replacement = rules.replacements.get(suffix)
             if replacement is not None:
@@ -440,7 +455,6 @@ def bengali_stem(token: str) -> str:
                 word = "".join(chars[:start + len(replacement)])
             elif any(c not in _BENGALI_VOWEL_SIGNS for c in word[:start]):
                 word = word[:start]
-            break
     return word
 
 
