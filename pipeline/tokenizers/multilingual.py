@@ -609,6 +609,7 @@ class LanguageTokenizer:
         self._cache: dict[str, list[str]] = {}
         self._xlsum_cache: dict[str, list[str]] = {}
         self._stem_cache: dict[str, str] = {}
+        self._words_cache: dict[str, list[str]] = {}
         self._loaded = True
 
     @property
@@ -659,8 +660,18 @@ class LanguageTokenizer:
             self._cache[text] = tokens
         return tokens
 
+    def _words(self, text: str) -> list[str]:
+        """``clean_words(text.lower())``, memoized (both views of a one-line text share it)."""
+        words = self._words_cache.get(text)
+        if words is None:
+            words = clean_words(text.lower())
+            if len(self._words_cache) >= _CACHE_MAX:
+                self._words_cache.clear()
+            self._words_cache[text] = words
+        return words
+
     def _segmented(self, text: str) -> list[str]:
-        clean = " ".join(clean_words(text.lower()))
+        clean = " ".join(self._words(text))
         tokens = self._segment(clean) if self._segment is not None and clean else []
         if not tokens and clean:
             pieces, _ = self._pretokenizer.tokenize(clean)
@@ -682,7 +693,7 @@ class LanguageTokenizer:
             self.load()
         tokens = self._xlsum_cache.get(line)
         if tokens is None:
-            tokens = self._stemmed(clean_words(line.lower()))
+            tokens = self._stemmed(self._words(line))
             if len(self._xlsum_cache) >= _CACHE_MAX:
                 self._xlsum_cache.clear()
             self._xlsum_cache[line] = tokens
@@ -728,6 +739,7 @@ def clear_caches() -> None:
             tokenizer._cache.clear()
             tokenizer._xlsum_cache.clear()
             tokenizer._stem_cache.clear()
+            tokenizer._words_cache.clear()
 
 
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
