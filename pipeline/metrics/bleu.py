@@ -51,7 +51,8 @@ STATISTICS = (
 )
 OPTIONS = (
     Option("bleu_tokenize", "13a", "Tokenizer of BLEU, as sacrebleu's: 13a (mteval-v13a, "
-           "sacrebleu's default), intl (mteval-v14 international), zh, char or none.",
+           "sacrebleu's default), intl (mteval-v14 international), zh, char, none, ja-mecab "
+           "(extra 'bleu-ja') or ko-mecab (extra 'bleu-ko').",
            choices=MT_TOKENIZERS),
     Option("bleu_smooth", "exp", "Smoothing of BLEU, as sacrebleu's: exp (its default), "
            "floor, add-k or none.", choices=SMOOTH_METHODS),
@@ -334,14 +335,15 @@ def bleu_statistics(predictions: Sequence[str | None],
         references: N lists of reference texts; None entries are dropped (sacrebleu's
             variable number of references); a list with none left has no reference
             (reference length 0, nothing matches).
-        tokenize: ``13a`` (default), ``intl``, ``zh``, ``char`` or ``none``.
+        tokenize: ``13a`` (default), ``intl``, ``zh``, ``char``, ``none``, ``ja-mecab`` or
+            ``ko-mecab``.
         lowercase: lowercase every text first (sacrebleu ``lowercase=True``).
 
     Returns:
         int64 (N, 10) in :data:`STATISTICS` order.
 
     Raises:
-        ConfigError: an unknown tokenizer.
+        ConfigError: an unknown tokenizer; a MeCab tokenizer whose extra is missing.
 
     Raises nothing else: any text is valid input.
 
@@ -380,10 +382,11 @@ NOTES = (
     DataNote("bleu_unsegmented_texts", "{n} texts are in a script written without spaces "
              "(Chinese, Japanese, Thai...) that BLEU tokenizer {bleu_tokenize} does not split: "
              "each run of it is one word, so BLEU is near 0 (--bleu-tokenize zh for Chinese, "
-             "char for the others)",
+             "ja-mecab for Japanese, char for the others)",
              "{n} text is in a script written without spaces (Chinese, Japanese, Thai...) "
              "that BLEU tokenizer {bleu_tokenize} does not split: each run of it is one word, "
-             "so BLEU is near 0 (--bleu-tokenize zh for Chinese, char for the others)",
+             "so BLEU is near 0 (--bleu-tokenize zh for Chinese, ja-mecab for Japanese, char for "
+             "the others)",
              loud=True, omit_zero=True),
 )
 
@@ -406,6 +409,10 @@ class BleuFamily(Family):
         tokenize = str(self.option(options, "bleu_tokenize"))
         if tokenize not in MT_TOKENIZERS:
             check_tokenizer(tokenize)
+        if tokenize.endswith("-mecab"):  # fail early, in one line naming the extra
+            from pipeline.tokenizers.mecab import check_installed
+
+            check_installed(tokenize)
         smooth = str(self.option(options, "bleu_smooth"))
         smooth_value = self.option(options, "bleu_smooth_value")
         _smooth(smooth, smooth_value)
@@ -429,11 +436,20 @@ class BleuFamily(Family):
             corpus_sized=True)
 
     def signature_fields(self, options: Mapping[str, Any]) -> dict[str, str]:
-        """Sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``."""
+        """Sacrebleu's BLEU signature fields: ``bleu-tok``, ``bleu-smooth``, ``bleu-case``.
+
+        A MeCab tokenizer is named as sacrebleu names it, with its dictionary's version
+        (``ja-mecab-0.996-IPA-ipadic-1.0.0``).
+        """
         tokenize, smooth, smooth_value, lowercase = self._options(options)
         value = SMOOTH_DEFAULTS[smooth] if smooth_value is None else smooth_value
         smooth_text = smooth if value is None else f"{smooth}[{value:.2f}]"
-        return {"bleu-tok": tokenize, "bleu-smooth": smooth_text,
+        tok_text = tokenize
+        if tokenize.endswith("-mecab"):
+            from pipeline.tokenizers.mecab import signature_name
+
+            tok_text = signature_name(tokenize)
+        return {"bleu-tok": tok_text, "bleu-smooth": smooth_text,
                 "bleu-case": "lc" if lowercase else "mixed"}
 
     def score(self, predictions: Sequence[str | None],
@@ -453,7 +469,8 @@ class BleuFamily(Family):
                                                       effective_order=True),
                    **self.statistic_columns("bleu", STATISTICS, stats)}
         unsegmented = 0 if tokenize == "char" else count_unsegmented(
-            [*predictions, *(t for r in references for t in r)], han_split=tokenize == "zh")
+            [*predictions, *(t for r in references for t in r)], han_split=tokenize == "zh",
+            japanese_split=tokenize == "ja-mecab")
         if unsegmented:
             warnings.warn(NOTES[0].text(unsegmented, {"bleu_tokenize": tokenize}),
                           UnsegmentedTextWarning, stacklevel=3)

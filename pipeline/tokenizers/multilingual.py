@@ -31,10 +31,11 @@ process) and memoizes tokens per distinct text, since segmenters such as jieba a
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -216,6 +217,75 @@ def _japanese_tagger(dictionary: str) -> Callable[[str], list[str]]:
 _JIEBA_BLOCKS: dict[str, list[str]] = {}
 
 
+def jieba_words(block: str, freq: dict[str, int], log_total: float,
+                hmm_cut: Callable[[str], Any]) -> list[str]:
+    """``jieba.Tokenizer.cut`` of one Han block (HMM on): its DAG and route in one pass.
+
+    The same arithmetic as jieba 0.42.1's ``get_DAG``, ``calc`` and ``__cut_DAG``, fused: for
+    each start position, from the right, the dictionary words starting there (``freq``
+    holds every word and, with count 0, every prefix of one) are scanned once, each scored
+    ``log(count) - log_total + score[end + 1]`` in that order, so the floats are jieba's; the
+    best is the largest score, the longer word on ties (jieba's ``max`` over ``(score, end)``
+    tuples); a position without a word is a word of one character scored ``log(1) -
+    log_total + score[next]``. Runs of single characters are then joined and given to the
+    HMM (``finalseg.cut``) when they are not a dictionary word, as jieba does.
+
+    Args:
+        block: a block of jieba's ``re_han_default`` (Han characters, ASCII letters and
+            digits, ``+#&._%-``).
+        freq: the tokenizer's ``FREQ``.
+        log_total: ``log(tokenizer.total)``.
+        hmm_cut: ``jieba.finalseg.cut``.
+
+    Returns:
+        The words, equal to ``list(tokenizer.cut(block))``.
+    """
+    get = freq.get
+    log = math.log
+    n = len(block)
+    score = [0.0] * (n + 1)
+    end = [0] * (n + 1)
+    for start in range(n - 1, -1, -1):
+        best: float | None = None
+        best_end = start
+        i = start
+        count = get(block[start])
+        while count is not None:
+            if count:
+                value = log(count) - log_total + score[i + 1]
+                if best is None or value > best or (value == best and i > best_end):
+                    best, best_end = value, i
+            i += 1
+            if i >= n:
+                break
+            count = get(block[start:i + 1])
+        if best is None:
+            best, best_end = log(1) - log_total + score[start + 1], start
+        score[start] = best
+        end[start] = best_end
+    out: list[str] = []
+    buf = ""
+    x = 0
+    while x <= n:
+        if x < n and end[x] == x:  # a single character: collected
+            buf += block[x]
+            x += 1
+            continue
+        if buf:
+            if len(buf) == 1:
+                out.append(buf)
+            elif not get(buf):
+                out += hmm_cut(buf)
+            else:
+                out += buf
+            buf = ""
+        if x == n:
+            break
+        out.append(block[x:end[x] + 1])
+        x = end[x] + 1
+    return out
+
+
 @cache
 def _chinese() -> Callable[[str], list[str]]:
     """The jieba segmenter with its default dictionary, loaded once per process.
@@ -223,10 +293,12 @@ def _chinese() -> Callable[[str], list[str]]:
     ``jieba.cut`` segments each block of its block pattern (``jieba.re_han_default``: runs
     of Han characters, ASCII letters and digits) on its own and passes the rest through, so
     the tokens of a text are those of its blocks in turn: blocks are memoized (clauses
-    repeat across texts), which is the same segmentation for less work.
+    repeat across texts), which is the same segmentation for less work. A Han block is cut
+    by :func:`jieba_words` (jieba's own route, in one pass), the rest by ``jieba.cut``.
     """
     try:
         import jieba
+        from jieba import finalseg
     except ImportError:
         raise _missing("jieba", "chinese") from None
     import logging
@@ -236,15 +308,20 @@ def _chinese() -> Callable[[str], list[str]]:
     tokenizer.initialize()
     blocks = jieba.re_han_default
     memo = _JIEBA_BLOCKS
+    freq = tokenizer.FREQ
+    log_total = math.log(tokenizer.total)
+    hmm_cut = finalseg.cut
 
     def segment(text: str) -> list[str]:
         out: list[str] = []
-        for block in blocks.split(text):
+        for k, block in enumerate(blocks.split(text)):
             if not block:
                 continue
             words = memo.get(block)
             if words is None:
-                words = list(tokenizer.cut(block))
+                # split() alternates the text between blocks (odd k) and the rest (even k)
+                words = (jieba_words(block, freq, log_total, hmm_cut) if k % 2
+                         else list(tokenizer.cut(block)))
                 if len(memo) >= _CACHE_MAX:
                     memo.clear()
                 memo[block] = words
@@ -305,6 +382,9 @@ def hindi_stem(token: str) -> str:
 class _RafiRules:
     groups: tuple[tuple[str, ...], ...]
     replacements: dict[str, str]
+    # per group: each suffix's first position in the group, and the suffix lengths
+    positions: tuple[dict[str, int], ...] = ()
+    lengths: tuple[tuple[int, ...], ...] = ()
 
 
 _BENGALI_VOWEL_SIGNS = frozenset("ািীেুূো")
@@ -336,7 +416,10 @@ def _rafi_rules() -> _RafiRules:
             current.append(line)
     if current is not None:
         groups.append(tuple(current))
-    return _RafiRules(tuple(groups), replacements)
+    positions = tuple({suffix: k for k, suffix in reversed(list(enumerate(group)))}
+                      for group in groups)
+    lengths = tuple(tuple(sorted({len(suffix) for suffix in group})) for group in groups)
+    return _RafiRules(tuple(groups), replacements, positions, lengths)
 
 
 def bengali_stem(token: str) -> str:
@@ -349,10 +432,19 @@ def bengali_stem(token: str) -> str:
     """
     rules = _rafi_rules()
     word = token
-    for group in rules.groups:
-        for suffix in group:
-            if not word.endswith(suffix):
-                continue
+    for group, positions, lengths in zip(rules.groups, rules.positions, rules.lengths,
+                                         strict=True):
+        # the group's first suffix the word ends with: the lowest position among the
+        # word's endings that are suffixes of the group (one lookup per suffix length)
+        first = len(group)
+        for length in lengths:
+            if length > len(word):
+                break
+            k = positions.get(word[len(word) - length:], first)
+            if k < first:
+                first = k
+        if first < len(group):
+            suffix = group[first]
             start = len(word) - len(suffix)
             replacement = rules.replacements.get(suffix)
             if replacement is not None:
@@ -363,7 +455,6 @@ def bengali_stem(token: str) -> str:
                 word = "".join(chars[:start + len(replacement)])
             elif any(c not in _BENGALI_VOWEL_SIGNS for c in word[:start]):
                 word = word[:start]
-            break
     return word
 
 
@@ -405,6 +496,60 @@ def _stemmer(language: str) -> Callable[[str], str] | None:
     if kind == "turkishstemmer":
         return _turkish()
     return _snowball(language)
+
+
+# --- --language auto: the segmenter picked by the script ---------------------------------
+
+AUTO = "auto"
+# The language ``auto`` gives a text in none of the segmenters' scripts (the fallback).
+AUTO_FALLBACK = "other"
+AUTO_LANGUAGES = ("chinese", "japanese", "thai", "burmese", AUTO_FALLBACK)
+
+
+@cache
+def _script_patterns() -> tuple[Any, ...]:
+    import regex
+
+    return (regex.compile(r"[\p{Hiragana}\p{Katakana}]"), regex.compile(r"\p{Han}"),
+            regex.compile(r"\p{Thai}"), regex.compile(r"\p{Myanmar}"),
+            regex.compile(r"[^\P{L}\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Myanmar}]+"))
+
+
+def detect_language(texts: Sequence[str | None]) -> str:
+    """The segmenter language of an example's texts, from their scripts (``--language auto``).
+
+    The texts (prediction and references together) are counted in rough word units: each
+    character of a script written without spaces (Han and kana together, Thai, Myanmar) is
+    one, and so is each run of letters of any other script (a word). The largest count
+    wins, the other scripts on ties: Han and kana give ``japanese`` when there is any kana
+    (Hiragana, Katakana), else ``chinese``; Thai gives ``thai``, Myanmar ``burmese``, the rest
+    :data:`AUTO_FALLBACK` (XL-Sum's fallback tokenizer, no stemmer). Texts without a letter
+    give :data:`AUTO_FALLBACK`.
+
+    Args:
+        texts: the texts of one example (None is empty).
+
+    Returns:
+        One of :data:`AUTO_LANGUAGES`.
+    """
+    kana_re, han_re, thai_re, myanmar_re, other_re = _script_patterns()
+    kana = han = thai = myanmar = other = 0
+    for text in texts:
+        if not text:
+            continue
+        other += len(other_re.findall(text))
+        if text.isascii():
+            continue
+        kana += len(kana_re.findall(text))
+        han += len(han_re.findall(text))
+        thai += len(thai_re.findall(text))
+        myanmar += len(myanmar_re.findall(text))
+    best = max(kana + han, thai, myanmar)
+    if best == 0 or other >= best:
+        return AUTO_FALLBACK
+    if kana + han == best:
+        return "japanese" if kana else "chinese"
+    return "thai" if thai == best else "burmese"
 
 
 # --- the tokenizer object ---------------------------------------------------------------
@@ -464,6 +609,7 @@ class LanguageTokenizer:
         self._cache: dict[str, list[str]] = {}
         self._xlsum_cache: dict[str, list[str]] = {}
         self._stem_cache: dict[str, str] = {}
+        self._words_cache: dict[str, list[str]] = {}
         self._loaded = True
 
     @property
@@ -514,8 +660,18 @@ class LanguageTokenizer:
             self._cache[text] = tokens
         return tokens
 
+    def _words(self, text: str) -> list[str]:
+        """``clean_words(text.lower())``, memoized (both views of a one-line text share it)."""
+        words = self._words_cache.get(text)
+        if words is None:
+            words = clean_words(text.lower())
+            if len(self._words_cache) >= _CACHE_MAX:
+                self._words_cache.clear()
+            self._words_cache[text] = words
+        return words
+
     def _segmented(self, text: str) -> list[str]:
-        clean = " ".join(clean_words(text.lower()))
+        clean = " ".join(self._words(text))
         tokens = self._segment(clean) if self._segment is not None and clean else []
         if not tokens and clean:
             pieces, _ = self._pretokenizer.tokenize(clean)
@@ -537,7 +693,7 @@ class LanguageTokenizer:
             self.load()
         tokens = self._xlsum_cache.get(line)
         if tokens is None:
-            tokens = self._stemmed(clean_words(line.lower()))
+            tokens = self._stemmed(self._words(line))
             if len(self._xlsum_cache) >= _CACHE_MAX:
                 self._xlsum_cache.clear()
             self._xlsum_cache[line] = tokens
@@ -583,6 +739,7 @@ def clear_caches() -> None:
             tokenizer._cache.clear()
             tokenizer._xlsum_cache.clear()
             tokenizer._stem_cache.clear()
+            tokenizer._words_cache.clear()
 
 
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
@@ -637,8 +794,9 @@ def signature_versions(language: str | None, *, stem: bool,
     return "+".join(f"{n.lower()}-{package_version(n)}" for n in names)
 
 
-__all__ = ["ALIASES", "EXTRA", "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS",
-           "SNOWBALL_LANGUAGES", "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem",
-           "burmese_syllables", "canonical_language", "check_installed", "check_language",
-           "clean_words", "clear_caches", "get_language_tokenizer", "hindi_stem", "package_version",
-           "required_modules", "signature_versions", "snowball_stopwords"]
+__all__ = ["ALIASES", "AUTO", "AUTO_FALLBACK", "AUTO_LANGUAGES", "EXTRA",
+           "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "SNOWBALL_LANGUAGES",
+           "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem", "burmese_syllables",
+           "canonical_language", "check_installed", "check_language", "clean_words",
+           "clear_caches", "detect_language", "get_language_tokenizer", "hindi_stem",
+           "package_version", "required_modules", "signature_versions", "snowball_stopwords"]

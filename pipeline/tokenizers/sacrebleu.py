@@ -1,4 +1,4 @@
-"""sacrebleu's tokenizers (13a, intl, zh, char, none) and chrF's word splitting, on a batch.
+"""sacrebleu's BLEU tokenizers and chrF's word splitting, on a batch.
 
 Each rule gives exactly the tokens that sacrebleu 2.x produces for one line (its tokenizer's
 output split on white space): ``13a`` (mteval-v13a, sacrebleu's default), ``intl``
@@ -7,6 +7,8 @@ character classes), ``zh`` (each CJK character a token, then 13a's rules), ``cha
 non-space character a token), ``none`` (split on white space). ``chrf-words`` is not a BLEU
 tokenizer: it is how sacrebleu's chrF++ splits words (white space, then one punctuation
 character off the end, else off the start, of each word of two or more characters).
+``ja-mecab`` and ``ko-mecab`` run MeCab first (:mod:`pipeline.tokenizers.mecab`, imported on
+first use: the extras ``bleu-ja`` and ``bleu-ko``), then split its output on white space.
 
 A batch is tokenized at once: the texts become one array of code points, a compiled kernel
 applies the rule's substitutions (the same left-to-right rewriting as sacrebleu's regular
@@ -29,8 +31,9 @@ import numpy as np
 from pipeline.compiled import kernel, lazy_njit
 from pipeline.errors import ConfigError, did_you_mean
 
-MT_TOKENIZERS = ("13a", "intl", "zh", "char", "none")
-_MODES = {"none": 0, "char": 1, "13a": 2, "zh": 3, "intl": 4, "chrf-words": 5}
+MT_TOKENIZERS = ("13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab")
+_MODES = {"none": 0, "char": 1, "13a": 2, "zh": 3, "intl": 4, "chrf-words": 5, "ja-mecab": 0,
+          "ko-mecab": 0}
 
 _N_CODE_POINTS = 0x110000
 # flags of _FLAGS (one byte per code point)
@@ -157,12 +160,17 @@ def tokenize_mt(texts: Sequence[str], *, tokenizer: str) -> TokenBatch:
         A :class:`TokenBatch` with the tokens of text i in text order.
 
     Raises:
-        ConfigError: an unknown tokenizer name.
+        ConfigError: an unknown tokenizer name; for ``ja-mecab``/``ko-mecab`` a missing
+            extra.
 
     """
     if tokenizer not in _MODES:
         check_tokenizer(tokenizer)
     mode = _MODES[tokenizer]
+    if tokenizer.endswith("-mecab"):
+        from pipeline.tokenizers.mecab import segment
+
+        texts = segment(texts, tokenizer=tokenizer)
     if mode == 2:
         texts = [_prepare_13a(t) for t in texts]
     cps, offsets = code_points(texts)

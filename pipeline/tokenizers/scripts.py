@@ -19,31 +19,39 @@ NO_SPACE_SCRIPTS = ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myan
                     "Tibetan")
 
 
-@functools.cache
-def _no_space(han_split: bool) -> Any:
-    """The pattern of a character of a script written without spaces (no Han if ``han_split``).
+_JAPANESE_SCRIPTS = ("Han", "Hiragana", "Katakana")
 
-    Compiled on first use, so that importing this module (the kernels' build imports the
-    metric modules) needs no ``regex``.
+
+@functools.cache
+def _no_space(han_split: bool, japanese_split: bool = False) -> Any:
+    """The pattern of a character of a script written without spaces that is not split.
+
+    ``han_split`` leaves out Han, ``japanese_split`` Han, Hiragana and Katakana. Compiled on
+    first use, so that importing this module (the kernels' build imports the metric modules)
+    needs no ``regex``.
     """
     import regex
 
-    scripts = [s for s in NO_SPACE_SCRIPTS if not (han_split and s == "Han")]
+    scripts = [s for s in NO_SPACE_SCRIPTS if not (han_split and s == "Han")
+               and not (japanese_split and s in _JAPANESE_SCRIPTS)]
     return regex.compile("[" + "".join(f"\\p{{{s}}}" for s in scripts) + "]")
 
 
-def count_unsegmented(texts: Iterable[str | None], *, han_split: bool = False) -> int:
+def count_unsegmented(texts: Iterable[str | None], *, han_split: bool = False,
+                      japanese_split: bool = False) -> int:
     """The number of texts holding a character of a script written without spaces.
 
     Args:
         texts: any texts (None is empty).
         han_split: the tokenizer splits Han characters itself (sacrebleu's ``zh``): only
             the other scripts count.
+        japanese_split: the tokenizer segments Japanese (sacrebleu's ``ja-mecab``): Han,
+            Hiragana and Katakana do not count.
 
     Returns:
         A count, 0 <= . <= the number of texts.
     """
-    pattern = _no_space(han_split)
+    pattern = _no_space(han_split, japanese_split)
     return sum(1 for t in texts if t and pattern.search(t) is not None)
 
 

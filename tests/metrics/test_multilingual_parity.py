@@ -32,14 +32,15 @@ def data(shared_dir):
     return examples, expected
 
 
-def _mismatches(examples, expected, *, stemmer: str, xlsum: bool, per_row: bool):
+def _mismatches(examples, expected, *, stemmer: str, xlsum: bool, per_row: bool,
+                auto: bool = False):
     metrics = ("rougeLsum",) if xlsum else METRICS
     bad = []
     groups = [examples] if per_row else [
         [e for e in examples if e["lang"] == lang]
         for lang in sorted({e["lang"] for e in examples})]
     for rows in groups:
-        language = "column:lang" if per_row else rows[0]["lang"]
+        language = "auto" if auto else "column:lang" if per_row else rows[0]["lang"]
         scorer = Scorer(metrics=metrics, language=language, stemmer=stemmer,
                         xlsum_rougelsum=xlsum)
         with warnings.catch_warnings():
@@ -80,6 +81,23 @@ def test_one_language_at_a_time_equals_the_per_row_column(data):
     examples, expected = data
     assert _mismatches(examples, expected, stemmer="language", xlsum=False,
                        per_row=False) == []
+
+
+def test_auto_on_a_sample_of_every_language_is_exact(data):
+    """--language auto: the oracle's values for each example's language, without stemmer."""
+    examples, expected = data
+    sample = [e for lang in sorted({e["lang"] for e in examples})
+              for e in [x for x in examples if x["lang"] == lang][:12]]
+    assert _mismatches(sample, expected, stemmer="none", xlsum=False, per_row=True,
+                       auto=True) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("xlsum", [False, True])
+def test_auto_reproduces_every_expected_value_without_stemmer(data, xlsum):
+    examples, expected = data
+    bad = _mismatches(examples, expected, stemmer="none", xlsum=xlsum, per_row=True, auto=True)
+    assert bad == [], bad[:5]
 
 
 def test_the_data_covers_the_quirks(data):

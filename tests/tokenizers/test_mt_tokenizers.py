@@ -66,7 +66,7 @@ def test_zh_character_set_is_sacrebleus():
 
 def test_one_text_and_unknown_name():
     assert tokenize("Hello, world.", tokenizer="13a") == ["Hello", ",", "world", "."]
-    assert set(MT_TOKENIZERS) == {"13a", "intl", "zh", "char", "none"}
+    assert set(MT_TOKENIZERS) == {"13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab"}
     with pytest.raises(ConfigError, match="13a"):
         tokenize("x", tokenizer="13A")
 

@@ -9,6 +9,7 @@ space and newlines. Skips when multilingual-rouge is not installed.
 
 from __future__ import annotations
 
+import functools
 import pickle
 import sys
 import warnings
@@ -163,3 +164,47 @@ def test_signature_names_the_language_and_the_segmenter_versions():
     assert per_row["lang"] == "column:lang"
     assert f"pythainlp-{version('pythainlp')}" in per_row["seg"]
     assert f"nltk-{version('nltk')}" in per_row["seg"]
+
+
+@functools.cache
+def _jieba_pair():
+    import jieba
+
+    from pipeline.tokenizers.multilingual import _chinese
+
+    reference = jieba.Tokenizer()
+    reference.initialize()
+    return _chinese(), lambda text: list(reference.cut(text))
+
+
+def test_chinese_route_equals_jieba_cut_on_the_shared_texts(shared_dir):
+    import pyarrow.parquet as pq
+
+    from pipeline.tokenizers.multilingual import _JIEBA_BLOCKS, clean_words
+
+    path = shared_dir / "data" / "multilingual" / "examples.parquet"
+    if not path.exists():
+        pytest.skip("../shared/data/multilingual is absent")
+    ours, jieba_cut = _jieba_pair()
+    _JIEBA_BLOCKS.clear()
+    texts = [t for r in pq.read_table(path).to_pylist() if r["lang"] == "chinese"
+             for t in (r["prediction"], *r["references"])]
+    assert len(texts) == 600
+    for text in texts:
+        for form in (text, " ".join(clean_words(text.lower()))):
+            assert ours(form) == jieba_cut(form), form
+
+
+# Han characters that jieba's dictionary joins into words, and ones it rarely does (HMM)
+ROUTE = list("中国人民共和国北京大学生活动研究所长江大桥我们的是在了上和不有这个东南西北鸿鹄龘靐")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(ROUTE + LATIN[:6] + list(" 12.-%+#_&，。")), max_size=50)
+       .map("".join))
+def test_chinese_route_equals_jieba_cut_on_generated_text(text):
+    from pipeline.tokenizers.multilingual import _JIEBA_BLOCKS
+
+    ours, jieba_cut = _jieba_pair()
+    _JIEBA_BLOCKS.clear()
+    assert ours(text) == jieba_cut(text)

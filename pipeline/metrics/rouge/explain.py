@@ -212,7 +212,11 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
     rule = str(options["multi_reference"])
     split = "rougeLsum" in metrics and options["sentence_split"] == "punctuation"
     if options.get("language"):
-        whole, lines = language_views(options, split_sentences=split)
+        from pipeline.tokenizers.multilingual import detect_language
+
+        auto = options["language"] == "auto"
+        whole, lines = language_views(options, split_sentences=split, detected=detect_language(
+            [prediction, *references]) if auto else None)
     else:
         tok = get_tokenizer(options["tokenizer"],
                             case_sensitive=bool(options["case_sensitive"]))
@@ -260,7 +264,8 @@ def _view_name(options: Mapping[str, Any], metric: str) -> str:
     return "xlsum-lines" if metric == "rougeLsum" else "xlsum"
 
 
-def language_views(options: Mapping[str, Any], *, split_sentences: bool
+def language_views(options: Mapping[str, Any], *, split_sentences: bool,
+                   detected: str | None = None
                    ) -> tuple[Callable[[str | None], Tokens], Callable[[str | None], Tokens]]:
     """The two views of a text under ``--language`` (whole text; rougeLsum's sentences).
 
@@ -269,16 +274,23 @@ def language_views(options: Mapping[str, Any], *, split_sentences: bool
     tokens included, which is why a space can match); character spans are not followed
     back (None).
 
+    ``detected``: under ``--language auto``, the example's language
+    (:func:`pipeline.tokenizers.multilingual.detect_language`).
+
     Raises:
         ConfigError: ``column:COL``: explain one example with its own language instead.
     """
-    from pipeline.metrics.rouge.languages import language_column, line_tokens
+    from pipeline.metrics.rouge.languages import is_auto, language_column, line_tokens
     from pipeline.tokenizers.multilingual import get_language_tokenizer
 
     language = str(options["language"])
     if language_column(language) is not None:
         raise ConfigError("explain needs the example's language, not a column",
                           hint="--language LANG, the row's value of the column")
+    if is_auto(language):
+        if detected is None:
+            raise ConfigError("--language auto: explain needs the example's texts")
+        language = detected
     tok = get_language_tokenizer(language, stem=options.get("stemmer") == "language",
                                  japanese_dictionary=str(options.get("japanese_dictionary",
                                                                      "unidic-lite")))

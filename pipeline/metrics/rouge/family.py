@@ -69,7 +69,8 @@ OPTIONS = (
            "this language (multilingual-rouge 0.0.1): chinese, japanese, thai, burmese "
            "(segmenters), hindi, bengali, turkish and NLTK's Snowball languages (stemmers), "
            "or any other name (the fallback tokenizer); column:COL takes each row's language "
-           "from the predictions column COL. Needs the 'multilingual' extra.", kind=str,
+           "from the predictions column COL; auto picks each example's segmenter from the "
+           "script of its texts (no stemmer). Needs the 'multilingual' extra.", kind=str,
            omit_default=True),
     Option("xlsum_rougelsum", False, "With --language: rougeLsum as XL-Sum's own code "
            "computes it (each line lower-cased, cleaned and stemmed but NOT segmented), to "
@@ -234,7 +235,7 @@ class Rouge(Family):
 
         With ``options["language"]``, texts are tokenized by XL-Sum's per-language
         tokenizer (:func:`score_languages`); ``columns`` holds the per-row language column
-        when it is ``column:COL``.
+        when it is ``column:COL``; ``auto`` detects each example's language from its texts.
         """
         if options["tokenizer"] == "rouge155":
             return rouge155.FAMILY.score(text_list(predictions), reference_lists(references),
@@ -326,7 +327,7 @@ def _scripts(texts: Sequence[str | None] | pa.Array, batch: Any) -> str:
 
 
 def language_signature_fields(options: Mapping[str, Any]) -> dict[str, str]:
-    """``lang`` (the language, or ``column:COL``), ``seg`` (package versions), ``lsum``.
+    """``lang`` (the language, ``column:COL`` or ``auto``), ``seg`` (package versions), ``lsum``.
 
     ``seg`` lists the versions of the segmenter, OpenNMT Tokenizer and stemmer packages the
     tokens depend on (jieba, pythainlp and UniDic dictionaries change between versions);
@@ -338,8 +339,9 @@ def language_signature_fields(options: Mapping[str, Any]) -> dict[str, str]:
     column = languages.language_column(language)
     stem = options.get("stemmer") == "language"
     dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
-    fields = {"lang": language if column is not None else canonical_language(language),
-              "seg": signature_versions(None if column is not None else language, stem=stem,
+    per_row = column is not None or languages.is_auto(language)
+    fields = {"lang": language if per_row else canonical_language(language),
+              "seg": signature_versions(None if per_row else language, stem=stem,
                                         japanese_dictionary=dictionary)}
     if options.get("xlsum_rougelsum"):
         fields["lsum"] = "xlsum"
@@ -371,6 +373,8 @@ def score_languages(predictions: Sequence[str | None],
     n = len(predictions)
     column = languages.language_column(options.get("language"))
     row_languages = None if column is None else list((columns or {}).get(column, []))
+    if languages.is_auto(options.get("language")):
+        row_languages = languages.detected_languages(predictions, references)
     per_example = languages.tokenizers_for(options, n, row_languages)
     n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
     texts = list(predictions) + [t for r in references for t in r]

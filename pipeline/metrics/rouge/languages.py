@@ -25,8 +25,10 @@ import numpy as np
 
 from pipeline.errors import ConfigError
 from pipeline.tokenizers.multilingual import (
+    AUTO,
     LanguageTokenizer,
     check_language,
+    detect_language,
     get_language_tokenizer,
 )
 from pipeline.tokenizers.rouge_score import TokenizedBatch
@@ -43,13 +45,33 @@ def language_column(language: str | None) -> str | None:
     return None
 
 
+def is_auto(language: str | None) -> bool:
+    """Whether ``language`` is ``auto``: each example's segmenter picked by its script."""
+    return language == AUTO
+
+
+def detected_languages(predictions: Sequence[str | None],
+                       references: Sequence[Sequence[str | None]]) -> list[str]:
+    """Each example's language under ``--language auto`` (:func:`detect_language`).
+
+    Args:
+        predictions: N texts.
+        references: N lists of reference texts.
+
+    Returns:
+        N names, each one of ``chinese``, ``japanese``, ``thai``, ``burmese`` or ``other``
+        (the fallback tokenizer).
+    """
+    return [detect_language([p, *rs]) for p, rs in zip(predictions, references, strict=True)]
+
+
 def check_options(options: Mapping[str, Any]) -> None:
     """Refuse combinations ``--language`` does not have; check the extra is installed.
 
     Raises:
-        ConfigError: ``stemmer language`` without a language; a language with another
-            tokenizer, the Porter stemmer or case kept; an empty column name; a missing
-            ``multilingual`` extra.
+        ConfigError: ``stemmer language`` without a language or with ``auto``; a language
+            with another tokenizer, the Porter stemmer or case kept; an empty column name; a
+            missing ``multilingual`` extra.
     """
     from pipeline.tokenizers.multilingual import check_installed
 
@@ -73,6 +95,13 @@ def check_options(options: Mapping[str, Any]) -> None:
     column = language_column(language)
     stem = options.get("stemmer") == "language"
     dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
+    if is_auto(language):
+        if stem:
+            raise ConfigError("--language auto detects the script, not the language, so it "
+                              "has no stemmer", hint="--stemmer none, or --language "
+                              "column:COL with each row's language")
+        check_installed("english", stem=False)
+        return
     if column is not None:
         if not column:
             raise ConfigError("--language column: needs a column name, e.g. column:lang")
@@ -88,7 +117,8 @@ def tokenizers_for(options: Mapping[str, Any], n: int,
     Args:
         options: the flat scoring options (``language``, ``stemmer``, ``japanese_dictionary``).
         n: the number of examples.
-        languages: each example's language, when ``language`` is ``column:COL``.
+        languages: each example's language, when ``language`` is ``column:COL`` (the
+            column's values) or ``auto`` (:func:`detected_languages`).
 
     Raises:
         ConfigError: a per-row language that is empty or null, or a missing extra.
@@ -96,6 +126,8 @@ def tokenizers_for(options: Mapping[str, Any], n: int,
     stem = options.get("stemmer") == "language"
     dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
     column = language_column(options.get("language"))
+    if is_auto(options.get("language")):
+        column = AUTO
     if column is None:
         one = get_language_tokenizer(str(options["language"]), stem=stem,
                                      japanese_dictionary=dictionary)
@@ -183,5 +215,5 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
     return _batch(views, vocab, zero)
 
 
-__all__ = ["COLUMN_PREFIX", "check_options", "has_letters", "language_column", "line_tokens",
-           "sentences", "tokenized", "tokenizers_for"]
+__all__ = ["COLUMN_PREFIX", "check_options", "detected_languages", "has_letters", "is_auto",
+           "language_column", "line_tokens", "sentences", "tokenized", "tokenizers_for"]
