@@ -82,20 +82,19 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
             s = q
             key = np.uint64(0)
             shift = np.uint64(0)
+            rolling = np.uint64(5381)  # djb2 over every byte, the key of a long token
             while q < end:
                 c = table[buf[q]]
                 if c <= _SPACE:
                     break
-                if shift < np.uint64(64):
-                    key |= np.uint64(c) << shift
-                    shift += np.uint64(8)
+                # (bytes past the 8th land anywhere: a long token's key is `rolling`)
+                key |= np.uint64(c) << (shift & np.uint64(63))
+                shift += np.uint64(8)
+                rolling = (rolling << np.uint64(5)) + rolling + np.uint64(c)
                 q += 1
             length = q - s
             if length > 8:
-                key = np.uint64(5381)
-                for z in range(s, q):
-                    key = (key << np.uint64(5)) + key + np.uint64(table[buf[z]])
-                key |= _LONG
+                key = rolling | _LONG
             full = key ^ (key >> np.uint64(33))
             full *= _MIX
             full ^= full >> np.uint64(33)
