@@ -188,9 +188,9 @@ def test_the_bootstrap_uses_the_wide_build_where_the_cpu_has_it():
 def _rouge_texts(n: int) -> list[bytes]:
     # real summaries (the bundled REALSumm set) cut at random and re-joined with newlines,
     # so that lengths run from empty to several hundred tokens over 1 to 12 lines
-    import pyarrow.parquet as pq
-
     from pathlib import Path
+
+    import pyarrow.parquet as pq
 
     data = Path(compiled.__file__).parent / "data" / "realsumm"
     words = " ".join(pq.read_table(data / "references.parquet").column("reference")
