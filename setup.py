@@ -2,9 +2,9 @@
 
 Everything else about the package is in pyproject.toml. Two extension modules:
 ``pipeline._kernels`` (every kernel, for the architecture's generic CPU) and, on x86-64,
-``pipeline._kernels_v3`` (the bootstrap's kernels for x86-64-v3 CPUs). When the kernels cannot
-be compiled here (no C compiler), the package still installs and compiles them on first use
-instead (numba's JIT).
+``pipeline._kernels_v3`` (the bootstrap's and ROUGE's kernels for x86-64-v3 CPUs). When the
+kernels cannot be compiled here (no C compiler), the package still installs and compiles them
+on first use instead (numba's JIT).
 
 A built module is kept under ``build/kernels/`` of the source tree, named by a digest of the
 kernel sources, numba's version and the Python ABI, so installing again from the same tree

@@ -6,10 +6,12 @@ The kernels are numba functions (:mod:`pipeline.metrics.rouge.pairs`,
 see docs/packaging.md) compiles them once, with the explicit signatures in :data:`KERNELS`,
 into the extension module ``pipeline._kernels`` (numba's ahead-of-time compiler, see
 ``setup.py``), for the generic CPU of the architecture so that it runs on every node. On
-x86-64 the bootstrap's kernels (:data:`WIDE_KERNELS`) are compiled a second time, for the
-x86-64-v3 level (AVX2, FMA, BMI2: Intel Haswell 2013 and later, AMD Zen) into
-``pipeline._kernels_v3``, which is used where the CPU has those features (twice as fast: 256-bit
-vectors); results are equal bit for bit (the sums are exact, see :mod:`pipeline.stats`). Every
+x86-64 the bootstrap's kernels and ROUGE's tokenizer and pair kernels (:data:`WIDE_KERNELS`)
+are compiled a second time, for the x86-64-v3 level (AVX2, FMA, BMI2: Intel Haswell 2013 and
+later, AMD Zen) into ``pipeline._kernels_v3``, which is used where the CPU has those features
+(the bootstrap twice as fast with 256-bit vectors; the LCS kernels count bits with ``popcnt``
+and ``lzcnt`` instead of bit tricks); results are equal bit for bit (the sums are exact, see
+:mod:`pipeline.stats`; the ROUGE kernels count integers). Every
 exported kernel releases the GIL while it runs (as numba's ``nogil=True``), so threads
 overlap. Loading a module takes about a millisecond and imports neither numba nor LLVM, where
 numba's own on-disk cache costs an import of numba (0.3-1 s) and a first dispatch (about 1 s)
@@ -39,10 +41,11 @@ from typing import Any
 import numpy as np
 
 EXTENSION = "pipeline._kernels"
-# The bootstrap's kernels compiled again for x86-64-v3 (see the module docstring).
+# The bootstrap's and ROUGE's kernels compiled again for x86-64-v3 (see the module docstring).
 WIDE_EXTENSION = "pipeline._kernels_v3"
 WIDE_TARGET = "x86-64-v3"
-WIDE_KERNELS = ("weighted_sums", "round_transposed", "column_max_abs", "stream_keys")
+WIDE_KERNELS = ("weighted_sums", "round_transposed", "column_max_abs", "stream_keys",
+                "score_pairs", "tokenize_bytes", "tokenize_two")
 # /proc/cpuinfo flags of the x86-64-v3 level (x86-64 psABI: v2's cx16, lahf_lm, popcnt, pni
 # (SSE3), ssse3, sse4_1, sse4_2; v3's avx, avx2, bmi1, bmi2, f16c, fma, abm (LZCNT), movbe,
 # xsave): all needed for the wide module. Linux lists avx/avx2 only when the OS enables them.
@@ -81,6 +84,10 @@ KERNELS = (
            "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1], int64))"
            "(uint8[::1], int64[::1], uint8[::1])",
            ("uint8", "int64", "uint8")),
+    Kernel("tokenize_two", "pipeline.tokenizers.rouge_score_bytes", "tokenize_two",
+           "Tuple((int32[::1], int64[::1], int64[::1], uint8[::1], int64[::1], int64))"
+           "(uint8[::1], int64[::1], uint8[::1], int64[::1], uint8[::1])",
+           ("uint8", "int64", "uint8", "int64", "uint8")),
     Kernel("hash_bytes", "pipeline.io.hashing", "hash_bytes",
            "void(int64[::1], uint8[::1], uint64[::1])", ("int64", "uint8", "uint64")),
     Kernel("hash_ints", "pipeline.io.hashing", "hash_ints",

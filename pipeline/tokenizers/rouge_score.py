@@ -14,6 +14,7 @@ Registry (``TOKENIZERS``): ``rouge-score`` (default), ``unicode``, ``whitespace`
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -363,27 +364,46 @@ def _split_arrow_bytes(texts: pa.Array | pa.ChunkedArray, table: np.ndarray):
     """Tokenize an Arrow string array from its UTF-8 buffer, without Python strings.
 
     Non-ASCII bytes are separators in every byte table, so the bytes can be read as they
-    are (a NUL inside a text is a separator too). Returns None when a text holds a character
-    whose lowercase is ASCII (``_LOWER_TO_ASCII``), which the table cannot lowercase.
+    are (a NUL inside a text is a separator too). A chunked array of two chunks (predictions
+    and references) is read from both buffers in place. Returns None when a text holds a
+    character whose lowercase is ASCII (``_LOWER_TO_ASCII``), which the table cannot
+    lowercase.
     """
     from pipeline.compiled import kernel
 
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
+    if isinstance(texts, pa.ChunkedArray) and texts.num_chunks == 2:
+        data_a, offsets_a = _utf8_buffers(texts.chunk(0))
+        data_b, offsets_b = _utf8_buffers(texts.chunk(1))
+        split = kernel("tokenize_two")(data_a, offsets_a, data_b, offsets_b, table)
+    else:
+        if isinstance(texts, pa.ChunkedArray):
+            texts = texts.combine_chunks()
+        data, offsets = _utf8_buffers(texts)
+        split = kernel("tokenize_bytes")(data, offsets, table)
+    ids, line_offsets, text_line_offsets, arena, vocab_offsets, lowers_to_ascii = split
+    if lowers_to_ascii:
+        return None
+    return ids, line_offsets, text_line_offsets, _ArenaStrings(arena, vocab_offsets)
+
+
+def _utf8_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow string array's UTF-8 bytes (uint8) and its texts' offsets into them (int64).
+
+    Nulls become empty texts; the bytes are the array's own buffer, not copied (a string
+    array is cast to large_string first).
+    """
     if texts.null_count:
         texts = texts.fill_null("")
     if texts.type != pa.large_string():
         texts = pc.cast(texts, pa.large_string())
     _, offsets_buf, data_buf = texts.buffers()
+    if not len(texts) or offsets_buf is None:  # no texts (an empty array may lack offsets)
+        return np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int64)
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[texts.offset:
                                                          texts.offset + len(texts) + 1]
     data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and len(data_buf)
             else np.zeros(1, dtype=np.uint8))
-    ids, line_offsets, text_line_offsets, arena, vocab_offsets, lowers_to_ascii = kernel(
-        "tokenize_bytes")(data, offsets, table)
-    if lowers_to_ascii:
-        return None
-    return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
+    return data, offsets
 
 
 def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
@@ -412,18 +432,27 @@ def _split_bytes(texts: Sequence[str | None], to_bytes: Callable[[str], bytes],
     # _LOWER_TO_ASCII's characters are lowercased by to_bytes: none is left to report
     ids, line_offsets, text_line_offsets, arena, vocab_offsets, _ = kernel("tokenize_bytes")(
         buf, offsets, table)
-    return ids, line_offsets, text_line_offsets, _ArenaStrings(arena.tobytes(), vocab_offsets)
+    return ids, line_offsets, text_line_offsets, _ArenaStrings(arena, vocab_offsets)
 
 
 class _ArenaStrings(Sequence[str]):
     """The distinct tokens of a byte-tokenized batch, decoded only when asked (stemming)."""
 
-    def __init__(self, arena: bytes, offsets: np.ndarray) -> None:
-        self._arena = arena
-        self._offsets = offsets.tolist()
+    def __init__(self, arena: np.ndarray, offsets: np.ndarray) -> None:
+        self._arena_array, self._offset_array = arena, offsets
+        self._len = len(offsets) - 1
+
+    @functools.cached_property
+    def _arena(self) -> bytes:
+        return self._arena_array.tobytes()
+
+    @functools.cached_property
+    def _offsets(self) -> list[int]:
+        # made on first use: without stemming the strings are never asked for
+        return self._offset_array.tolist()
 
     def __len__(self) -> int:
-        return len(self._offsets) - 1
+        return self._len
 
     def __getitem__(self, k):
         if isinstance(k, slice):

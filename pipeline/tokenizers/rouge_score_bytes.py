@@ -45,13 +45,14 @@ def _lowers_to_ascii(buf, q, end):
 
 
 @njit(cache=True, nogil=True)
-def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets, ids,
-                   line_offsets, text_line_offsets):
+def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vocab_offsets,
+                   ids, line_offsets, text_line_offsets):
     """Tokenize from ``state`` on; return 1 to ask for bigger tables, 0 when done.
 
     ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids, 1 when a
     character that lowercases to ASCII was met]. The tables are never reallocated in here, so
-    the loop keeps them in registers.
+    the loop keeps them in registers. Text ``t`` of ``buf`` is text ``first_text + t`` of
+    the batch (``text_line_offsets``).
 
     A token of at most 8 bytes is its own key (its bytes packed little-endian; token bytes are
     ASCII, so the key's top bit is clear); a longer token's key is a hash with the top bit
@@ -64,7 +65,7 @@ def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
     while t < n_texts:
         end = text_offsets[t + 1]
         if q < 0:
-            text_line_offsets[t] = line
+            text_line_offsets[first_text + t] = line
             line_offsets[line] = n_tok
             line += 1
             q = text_offsets[t]
@@ -81,20 +82,19 @@ def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
             s = q
             key = np.uint64(0)
             shift = np.uint64(0)
+            rolling = np.uint64(5381)  # djb2 over every byte, the key of a long token
             while q < end:
                 c = table[buf[q]]
                 if c <= _SPACE:
                     break
-                if shift < np.uint64(64):
-                    key |= np.uint64(c) << shift
-                    shift += np.uint64(8)
+                # (bytes past the 8th land anywhere: a long token's key is `rolling`)
+                key |= np.uint64(c) << (shift & np.uint64(63))
+                shift += np.uint64(8)
+                rolling = (rolling << np.uint64(5)) + rolling + np.uint64(c)
                 q += 1
             length = q - s
             if length > 8:
-                key = np.uint64(5381)
-                for z in range(s, q):
-                    key = (key << np.uint64(5)) + key + np.uint64(table[buf[z]])
-                key |= _LONG
+                key = rolling | _LONG
             full = key ^ (key >> np.uint64(33))
             full *= _MIX
             full ^= full >> np.uint64(33)
@@ -134,7 +134,7 @@ def _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
         t += 1
         q = -1
     line_offsets[line] = n_tok
-    text_line_offsets[n_texts] = line
+    text_line_offsets[first_text + n_texts] = line
     state[0], state[1], state[2], state[3], state[4] = t, q, line, n_tok, n_ids
     return 0
 
@@ -169,10 +169,10 @@ def tokenize_bytes(buf, text_offsets, table):
 
     Args:
         buf: uint8, shape (B,), the texts concatenated (UTF-8).
-        table: uint8, shape (256,), each byte's class: 32 separator, 0 text end (NUL),
-            10 line end, anything above 32 a token byte, mapped (e.g. lowercased).
         text_offsets: int64, shape (N + 1,), text i is
             ``buf[text_offsets[i]:text_offsets[i+1]]``.
+        table: uint8, shape (256,), each byte's class: 32 separator, 0 text end (NUL),
+            10 line end, anything above 32 a token byte, mapped (e.g. lowercased).
 
     Returns:
         ``(ids, line_offsets, text_line_offsets, arena, vocab_offsets, lowers_to_ascii)``:
@@ -184,14 +184,53 @@ def tokenize_bytes(buf, text_offsets, table):
         newlines.
 
     """
-    n_texts = text_offsets.shape[0] - 1
-    n_lines = n_texts
-    for q in range(buf.shape[0]):
+    return _tokenize_buffers(buf, text_offsets, np.zeros(1, dtype=np.uint8),
+                             np.zeros(1, dtype=np.int64), table)
+
+
+@njit(cache=True, nogil=True)
+def tokenize_two(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
+    """:func:`tokenize_bytes` of two batches of texts as one, each read where it lies.
+
+    The texts of ``buf_a`` (e.g. an Arrow array's data buffer, with its offsets) are texts
+    0..N_a-1, those of ``buf_b`` texts N_a..N_a+N_b-1, ids shared: the same result as
+    :func:`tokenize_bytes` over the two concatenated, without copying them together.
+
+    Args:
+        buf_a: uint8, shape (A,), the first texts' bytes (UTF-8).
+        text_offsets_a: int64, shape (N_a + 1,), their offsets into ``buf_a``.
+        buf_b: uint8, shape (B,), the second texts' bytes.
+        text_offsets_b: int64, shape (N_b + 1,), their offsets into ``buf_b``.
+        table: uint8, shape (256,), the byte classes (see :func:`tokenize_bytes`).
+
+    Returns:
+        As :func:`tokenize_bytes`, over the N_a + N_b texts.
+
+    """
+    return _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table)
+
+
+@njit(cache=True, nogil=True)
+def _newlines(buf, text_offsets):
+    """Newline bytes from the first text's start to the last one's end."""
+    n = 0
+    for q in range(text_offsets[0], text_offsets[text_offsets.shape[0] - 1]):
         if buf[q] == _NEWLINE:
-            n_lines += 1
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
+    n_a = text_offsets_a.shape[0] - 1
+    n_b = text_offsets_b.shape[0] - 1
+    n_texts = n_a + n_b
+    n_lines = n_texts + _newlines(buf_a, text_offsets_a) + _newlines(buf_b, text_offsets_b)
+    n_bytes = (text_offsets_a[n_a] - text_offsets_a[0]) + (text_offsets_b[n_b]
+                                                            - text_offsets_b[0])
     # A text of L bytes holds at most (L + 1) // 2 tokens; texts need not be separated by
     # a byte (an Arrow buffer is read as it is), hence the n_texts.
-    ids = np.empty((buf.shape[0] + n_texts) // 2 + 1, dtype=np.int32)
+    ids = np.empty((n_bytes + n_texts) // 2 + 1, dtype=np.int32)
     line_offsets = np.empty(n_lines + 1, dtype=np.int64)
     text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
     slots = _empty_slots(1 << 12)
@@ -199,8 +238,14 @@ def tokenize_bytes(buf, text_offsets, table):
     vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
     state = np.zeros(6, dtype=np.int64)
     state[1] = -1
-    while _tokenize_into(buf, text_offsets, table, state, slots, arena, vocab_offsets,
+    while _tokenize_into(buf_a, text_offsets_a, 0, table, state, slots, arena, vocab_offsets,
                          ids, line_offsets, text_line_offsets):
+        slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+    # the second buffer from its first text on, the lines, tokens and ids counted on
+    state[0] = 0
+    state[1] = -1
+    while _tokenize_into(buf_b, text_offsets_b, n_a, table, state, slots, arena,
+                         vocab_offsets, ids, line_offsets, text_line_offsets):
         slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
     n_tok = state[3]
     n_ids = state[4]

@@ -179,9 +179,67 @@ def test_the_bootstrap_uses_the_wide_build_where_the_cpu_has_it():
     builds = compiled.builds()
     if not compiled.compiled_ahead():
         pytest.skip("pipeline._kernels not built: the kernels compile with numba")
-    assert builds["score_pairs"] == "generic"
+    assert builds["hash_bytes"] == "generic"
     wide = compiled.V3_CPU_FLAGS <= compiled.cpu_flags()
-    assert builds["weighted_sums"] == ("x86-64-v3" if wide else "generic")
+    for name in ("weighted_sums", "score_pairs", "tokenize_bytes", "tokenize_two"):
+        assert builds[name] == ("x86-64-v3" if wide else "generic"), name
+
+
+def _rouge_texts(n: int) -> list[bytes]:
+    # real summaries (the bundled REALSumm set) cut at random and re-joined with newlines,
+    # so that lengths run from empty to several hundred tokens over 1 to 12 lines
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    data = Path(compiled.__file__).parent / "data" / "realsumm"
+    words = " ".join(pq.read_table(data / "references.parquet").column("reference")
+                     .to_pylist()).split()
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(n):
+        lines = []
+        for _ in range(int(rng.integers(1, 13))):
+            start = int(rng.integers(0, len(words)))
+            lines.append(" ".join(words[start:start + int(rng.geometric(1 / 25))]))
+        out.append("\n".join(lines).encode())
+    return out
+
+
+def test_the_rouge_kernels_give_the_same_statistics_from_both_builds():
+    # the tokenizers and the pair kernel of the generic and the x86-64-v3 modules, and
+    # tokenize_two against tokenize_bytes over the two buffers concatenated
+    import importlib
+
+    if not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
+        pytest.skip("this CPU does not run x86-64-v3 code")
+    try:
+        mods = [importlib.import_module(m) for m in (compiled.EXTENSION, compiled.WIDE_EXTENSION)]
+    except ImportError:
+        pytest.skip("the ahead-of-time modules are not built")
+    texts = _rouge_texts(1200)
+    half = len(texts) // 2
+    buf, offsets = _tokens(b"\0".join(texts))
+    buf_a, offsets_a = _tokens(b"\0".join(texts[:half]))
+    buf_b, offsets_b = _tokens(b"\0".join(texts[half:]))
+    offsets_b = offsets_b.astype(np.int64)
+    codes = np.array([1, 2, 3, 4, ROUGE_L, ROUGE_LSUM], dtype=np.int64)
+    pair_pred = np.repeat(np.arange(half, dtype=np.int64), 2)[:half]
+    pair_ref = np.arange(half, 2 * half, dtype=np.int64)
+    got = []
+    for m in mods:
+        whole = m.tokenize_bytes(buf, offsets.astype(np.int64), _CLASS_LOWER)
+        two = m.tokenize_two(buf_a, offsets_a.astype(np.int64), buf_b, offsets_b,
+                             _CLASS_LOWER)
+        for a, b in zip(whole, two, strict=True):
+            assert np.array_equal(a, b)
+        ids, lines, text_lines, _, vocab, _ = whole
+        stats = m.score_pairs(ids, lines, text_lines, pair_pred, pair_ref, codes,
+                              len(vocab) - 1)
+        got.append((*whole[:5], stats))
+    assert got[0][5][:, :, 0].any()
+    for a, b in zip(*got, strict=True):
+        assert np.array_equal(a, b)
 
 
 def test_cpu_flags_are_read_from_cpuinfo(tmp_path):

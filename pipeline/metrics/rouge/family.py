@@ -246,12 +246,13 @@ class Rouge(Family):
         tokenizer = get_tokenizer(options["tokenizer"], case_sensitive=options["case_sensitive"])
         codes = np.array([_code(m) for m in metrics], dtype=np.int64)
         one_line = 0
-        texts: Sequence[str | None] | pa.Array
+        texts: Sequence[str | None] | pa.Array | pa.ChunkedArray
         if isinstance(predictions, pa.Array | pa.ChunkedArray) \
                 and isinstance(references, pa.Array | pa.ChunkedArray):
             if tokenizer.reads_bytes and options["sentence_split"] == "newline":
                 n_refs, flat = _flatten_arrow(references)
-                texts = pa.concat_arrays([_large_strings(predictions), flat])
+                # two chunks, tokenized where they lie (not copied together)
+                texts = pa.chunked_array([_large_strings(predictions), flat])
                 n = len(predictions)
             else:
                 predictions = text_list(predictions)
@@ -267,7 +268,7 @@ class Rouge(Family):
                     one_line = sum(1 for t in texts
                                    if t and "\n" not in t and _SEVERAL_SENTENCES.search(t))
         batch = tokenize_batch(texts, tokenizer=tokenizer, stemmer=options["stemmer"])
-        if isinstance(texts, pa.Array) and ROUGE_LSUM in codes:
+        if isinstance(texts, pa.ChunkedArray) and ROUGE_LSUM in codes:
             one_line = _count_one_line(texts, np.diff(batch.text_line_offsets))
         if one_line:
             warnings.warn(
@@ -304,7 +305,7 @@ class Rouge(Family):
                              "one_line_multi_sentence_texts": one_line})
 
 
-def _scripts(texts: Sequence[str | None] | pa.Array, batch: Any) -> str:
+def _scripts(texts: Sequence[str | None] | pa.Array | pa.ChunkedArray, batch: Any) -> str:
     """`` (scripts: CYRILLIC, CJK)``: the scripts of the texts that produced no token.
 
     Only for the warning's text: the first letter's script of each text without a token
@@ -438,20 +439,26 @@ _SPACE_CLASS = SPACE_CLASS_RE2
 _SEVERAL_SENTENCES_RE2 = f"[.!?][{_SPACE_CLASS}]+[^{_SPACE_CLASS}]"
 
 
-def _count_one_line(texts: pa.Array, lines_per_text: np.ndarray | None = None) -> int:
+def _count_one_line(texts: pa.Array | pa.ChunkedArray,
+                    lines_per_text: np.ndarray | None = None) -> int:
     """Texts with several sentences but no newline (``_SEVERAL_SENTENCES`` on Arrow).
 
     Args:
-        texts: N texts (an Arrow string array).
+        texts: N texts (an Arrow string array, or chunked).
         lines_per_text: the texts' newlines plus one, shape (N,) (a tokenized batch's
             ``np.diff(text_line_offsets)``); when given, only one-line texts are searched.
     """
     if lines_per_text is not None:
         one_line = np.flatnonzero(lines_per_text == 1)
+        if not len(one_line):
+            return 0
         if len(one_line) < len(texts):
             texts = texts.take(pa.array(one_line))
-    several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
-                      pc.invert(pc.match_substring(texts, "\n")))
+        # one line each: no newline to look for
+        several = pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2)
+    else:
+        several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
+                          pc.invert(pc.match_substring(texts, "\n")))
     return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
 
 

@@ -43,28 +43,45 @@ def _text_span(line_offsets, text_line_offsets, text):
 @njit(cache=True, nogil=True)
 def _one_line(line_offsets, text_line_offsets, text):
     """True when exactly one line of the text has tokens."""
+    first = text_line_offsets[text]
+    last = text_line_offsets[text + 1]
+    if last - first == 1:  # no newline: the common case of a one-line text
+        return line_offsets[first + 1] > line_offsets[first]
     n = 0
-    for line in range(text_line_offsets[text], text_line_offsets[text + 1]):
+    for line in range(first, last):
         if line_offsets[line + 1] > line_offsets[line]:
             n += 1
+            if n > 1:
+                return False
     return n == 1
 
 
+
 @njit(cache=True, nogil=True)
-def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
-                        mark, loc, lmasks, rows):
-    """rouge-score ``_summary_level_lcs`` hits: union LCS per reference line, clipped."""
+def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, mark,
+                        loc, lmasks, rows, built, pmasks):
+    """rouge-score ``_summary_level_lcs`` hits: union LCS per reference line, clipped.
+
+    ``built``: ``loc`` and ``pmasks`` hold the whole prediction's masks already (rougeL's,
+    of at most two words), which the lanes then use as they are; they are left built, and
+    the second value returned says whether they still are (False once they are cleared).
+    """
     p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
     r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
     if p_len == 0 or r_len == 0:
-        return 0
+        return 0, built
     for q in range(r_len):
         mark[q] = False
     n_words = (p_len + 63) >> 6
-    if n_words <= 2 and lmasks.shape[1] >= n_words and lmasks.shape[0] >= min(p_len,
-                                                                               loc.shape[0]):
+    if built and n_words > 2:
+        clear_masks(tokens, p_start, p_len, loc)
+        built = False
+    if built or (n_words <= 2 and lmasks.shape[1] >= n_words
+                 and lmasks.shape[0] >= min(p_len, loc.shape[0])):
         # the whole prediction in one or two words, a lane of bits per line
-        build_masks(tokens, p_start, p_len, loc, lmasks)
+        wmasks = pmasks if built else lmasks
+        if not built:
+            build_masks(tokens, p_start, p_len, loc, lmasks)
         for rl in range(text_line_offsets[ref], text_line_offsets[ref + 1]):
             a_start = line_offsets[rl]
             a_len = line_offsets[rl + 1] - a_start
@@ -76,17 +93,18 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
             if n_words == 1:
                 union_lcs_marks_lanes(tokens, a_start, a_len, line_offsets,
                                       text_line_offsets[pred], text_line_offsets[pred + 1],
-                                      p_start, loc, lmasks, rows, mark[off:off + a_len])
+                                      p_start, loc, wmasks, rows, mark[off:off + a_len])
             else:
                 union_lcs_marks_lanes2(tokens, a_start, a_len, line_offsets,
                                        text_line_offsets[pred], text_line_offsets[pred + 1],
-                                       p_start, loc, lmasks, rows, mark[off:off + a_len])
+                                       p_start, loc, wmasks, rows, mark[off:off + a_len])
         else:
-            clear_masks(tokens, p_start, p_len, loc)
-            return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref,
-                                 mark)
+            if not built:
+                clear_masks(tokens, p_start, p_len, loc)
+            return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, mark), built
         # a reference line too long for `rows`: start over line by line below
         clear_masks(tokens, p_start, p_len, loc)
+        built = False
         for q in range(r_len):
             mark[q] = False
     if _one_line(line_offsets, text_line_offsets, pred) \
@@ -97,7 +115,7 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         long_masks = build_long_masks(tokens, p_start, p_len, loc)
         hits = lcs_length_long(tokens, r_start, r_len, p_len, loc, long_masks)
         clear_masks(tokens, p_start, p_len, loc)
-        return hits
+        return hits, False
     # The union over prediction lines does not depend on their order, so each prediction
     # line's masks are built once and used against every reference line.
     for pl in range(text_line_offsets[pred], text_line_offsets[pred + 1]):
@@ -127,7 +145,7 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
                 lcs_mark_bits_ckpt(tokens, a_start, a_len, b_start, b_len, loc, lmasks,
                                    mark[off:off + a_len])
         clear_masks(tokens, b_start, b_len, loc)
-    return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mark)
+    return _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, mark), False
 
 
 @njit(cache=True, nogil=True)
@@ -146,24 +164,24 @@ def _mark_long_line(tokens, line_offsets, text_line_offsets, ref, r_start, b_sta
 
 
 @njit(cache=True, nogil=True)
-def _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, cnt_ref, mark):
-    """Count marked reference tokens in order, each only while both sides have it left."""
+def _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred, mark):
+    """Count marked reference tokens in order, each only while both sides have it left.
+
+    rouge-score also counts the reference's tokens down, but each reference position is
+    marked at most once, so a token's marks never outnumber its reference count: only the
+    prediction's count can run out.
+    """
     for q in range(p_start, p_start + p_len):
         cnt_pred[tokens[q]] += 1
-    for q in range(r_start, r_start + r_len):
-        cnt_ref[tokens[q]] += 1
     hits = 0
     for q in range(r_len):
         if mark[q]:
             t = tokens[r_start + q]
-            if cnt_pred[t] > 0 and cnt_ref[t] > 0:
+            if cnt_pred[t] > 0:
                 hits += 1
                 cnt_pred[t] -= 1
-                cnt_ref[t] -= 1
     for q in range(p_start, p_start + p_len):
         cnt_pred[tokens[q]] = 0
-    for q in range(r_start, r_start + r_len):
-        cnt_ref[tokens[q]] = 0
     return hits
 
 
@@ -228,7 +246,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     slot_cnt = np.zeros(cap, dtype=np.int32)
     used = np.zeros(max_len, dtype=np.int64)
     cnt_pred = np.zeros(vocab_size, dtype=np.int32)
-    cnt_ref = np.zeros(vocab_size, dtype=np.int32)
+    cnt_ref = np.zeros(vocab_size, dtype=np.int32)  # rouge1's reference counts
     loc = np.full(vocab_size, -1, dtype=np.int32)
     masks = _bit_scratch(min(max_len, vocab_size) if need_l else 0, max_len)
     v = np.zeros(masks.shape[1], dtype=np.uint64)
@@ -292,12 +310,16 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                 # _summary_level_hits), which rougeL has just computed
                 out[p, k, 0] = lcs_len
             else:
-                if masked >= 0:  # rougeLsum builds its own masks in `loc`
+                # rougeL's whole-prediction masks of one or two words serve rougeLsum's lanes
+                # as they are; others are cleared, rougeLsum builds its own in `loc`
+                if masked >= 0 and (masked != pred or masked_len > 128):
                     clear_masks(tokens, masked_start, masked_len, loc)
                     masked = -1
-                out[p, k, 0] = _summary_level_hits(
-                    tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, cnt_ref,
-                    mark, loc, lmasks, rows)
+                out[p, k, 0], built = _summary_level_hits(
+                    tokens, line_offsets, text_line_offsets, pred, ref, cnt_pred, mark, loc,
+                    lmasks, rows, masked == pred, masks)
+                if not built:
+                    masked = -1
             if code == ROUGE_L:
                 lcs_len = out[p, k, 0]
             if code >= 1:
