@@ -660,7 +660,7 @@ class RayRunner:
         self._remotes: dict[tuple[Callable[..., Any], int], Any] = {}
         self.address = address
         # ray is imported by LocalRay when it starts one (it sets Ray's environment first)
-        running = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+        running = sys.modules.get("ray") is not None and sys.modules["ray"].is_initialized()
         if not running and not address:
             self._local = LocalRay(num_cpus=num_cpus)
             self.address = None

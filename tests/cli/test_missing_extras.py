@@ -27,10 +27,16 @@ def _one_line(result) -> str:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("extras")
     preds, refs = realsumm_inputs(root / "in", n=5)
-    return score_run(preds, refs, root / "run", run_id="r1")
+    return (score_run(preds, refs, root / "run", run_id="r1"),
+            score_run(preds, refs, root / "run2", run_id="r2"))
+
+
+@pytest.fixture(scope="module")
+def run(runs):
+    return runs[0]
 
 
 def test_the_error_class_is_usage_and_round_trips():
@@ -52,6 +58,15 @@ def test_engine_ray_without_ray_is_exit_2_and_stages_nothing(monkeypatch, tmp_pa
     line = _one_line(result)
     assert "needs Ray" in line and "overlap-pipeline[ray]" in line
     assert list(tmp_path.iterdir()) == []  # no output, no staging, no lock
+
+
+def test_compare_engine_ray_without_ray_is_exit_2(monkeypatch, runs, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = CliRunner().invoke(main, ["compare", str(runs[0]), str(runs[1]), "--engine",
+                                       "ray", "--output", str(tmp_path / "cmp")])
+    assert result.exit_code == 2, result.output
+    assert "needs Ray" in _one_line(result)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(("target", "module", "package"),
