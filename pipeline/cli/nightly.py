@@ -189,8 +189,9 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     says --on-missing. The *_ARGS strings are checked before anything is written; options the
     nightly sets itself (--output, --run-id, --history...) are refused there.
 
-    Exit codes: 0 no alarm, or a first night with nothing to compare with; 1 alarm; 2 bad
-    usage or input; 3 or 4 as overlap score (output held by another run; execution failure).
+    Exit codes: 0 no alarm, or a first night with nothing to compare with (also when every
+    earlier night was scored otherwise); 1 alarm; 2 bad usage or input (a missing extra
+    included); 3 or 4 as overlap score (output held by another run; execution failure).
     """
     from pipeline import api
 
