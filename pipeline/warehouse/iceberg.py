@@ -152,16 +152,16 @@ def _check_catalog_argument(catalog_uri: str) -> None:
     if not looks_like_path:
         return
     path = os.path.abspath(os.path.expanduser(catalog_uri)) if catalog_uri.strip() else ""
-    if path and os.path.isdir(path):
-        suggestion = f"sqlite:///{os.path.join(path, 'catalog.db')}"
-    elif path:
-        suggestion = f"sqlite:///{path}"
-    else:
+    if not path:
         suggestion = "sqlite:///PATH"
+    elif os.path.isfile(path) or path.endswith(".db"):
+        suggestion = f"sqlite:///{path}"
+    else:  # a directory, or a name meant as one: the catalog file goes inside
+        suggestion = f"sqlite:///{os.path.join(path, 'catalog.db')}"
     raise ConfigError(f"--iceberg {catalog_uri!r} is a path, not an Iceberg catalog: "
                       f"{_CATALOG_HINT}",
-                      hint=f"for a catalog in one SQLite file, --iceberg {suggestion} (data "
-                           "files go under --warehouse, by default warehouse/ beside it)")
+                      hint=f"for a catalog in one SQLite file: --iceberg {suggestion}; its "
+                           "data files go under --warehouse, by default warehouse/ beside it")
 
 
 def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:

@@ -339,7 +339,7 @@ def test_a_run_published_before_fingerprints_is_told_apart_by_its_rows(runs, tmp
     assert delta_rows(wh) == 40
 
 
-@pytest.mark.parametrize("given", ["dir", "file.db", "relative"])
+@pytest.mark.parametrize("given", ["dir", "file.db", "relative", "new"])
 def test_a_plain_path_as_iceberg_is_usage_with_the_uri_to_give(runs, tmp_path, monkeypatch,
                                                                given):
     # docs/warehouse.md: --iceberg takes sqlite:///PATH, another catalog URI, or a name
@@ -347,15 +347,16 @@ def test_a_plain_path_as_iceberg_is_usage_with_the_uri_to_give(runs, tmp_path, m
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ice").mkdir()
     target = {"dir": str(tmp_path / "ice"), "file.db": str(tmp_path / "cat.db"),
-              "relative": "./ice"}[given]
+              "relative": "./ice", "new": str(tmp_path / "nothing")}[given]
     result = publish(runs["a"], "--iceberg", target, "--namespace", "evals")
     assert result.exit_code == 2, result.output
     line = one_line_error(result)
     assert "is a path, not an Iceberg catalog" in line and "URI missing" not in line
     want = {"dir": f"sqlite:///{tmp_path / 'ice' / 'catalog.db'}",
             "file.db": f"sqlite:///{tmp_path / 'cat.db'}",
-            "relative": f"sqlite:///{tmp_path / 'ice' / 'catalog.db'}"}[given]
-    assert f"--iceberg {want} " in line
+            "relative": f"sqlite:///{tmp_path / 'ice' / 'catalog.db'}",
+            "new": f"sqlite:///{tmp_path / 'nothing' / 'catalog.db'}"}[given]
+    assert f"--iceberg {want};" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ice"]  # nothing made
     assert not any((tmp_path / "ice").iterdir())
 
