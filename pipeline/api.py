@@ -846,6 +846,27 @@ def _check_night(run_date: str, run_id: str | None, config: ScoreConfig,
             raise _NightEnded(NightlyRun(bad.exit_code, "", error=bad)) from None
 
 
+def _check_publish_target(publish_options: dict[str, Any] | None) -> None:
+    """Refuse, before tonight's score, a publish target that can never work.
+
+    Raises:
+        _NightEnded: ``iceberg`` is a plain path, or ``iceberg`` without ``namespace``
+            (exit 2).
+
+    """
+    iceberg = (publish_options or {}).get("iceberg")
+    if iceberg is None:
+        return
+    from pipeline.warehouse.iceberg import check_catalog_argument, parse_namespace
+
+    try:
+        check_catalog_argument(iceberg)
+        parse_namespace((publish_options or {}).get("namespace"))
+    except PipelineError as err:
+        bad = type(err)(f"PUBLISH_ARGS: {err.message}", hint=err.hint)
+        raise _NightEnded(NightlyRun(bad.exit_code, "", error=bad)) from None
+
+
 def _place_night(root: str, run_date: str, run_id: str | None, predictions: str,
                  references: str | None, config: ScoreConfig) -> _Night:
     """Tonight's run id (given, that of an interrupted attempt, or new) and directories.
@@ -1155,6 +1176,7 @@ def nightly(
     config = config or ScoreConfig(**NIGHTLY_SCORE_DEFAULTS)
     try:
         _check_night(run_date, run_id, config, compare_options, baseline)
+        _check_publish_target(publish_options)
         night = _place_night(root, run_date, run_id, predictions, references, config)
         _score_night(night, predictions, references, config, log)
         if publish_options is not None:

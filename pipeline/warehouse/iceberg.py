@@ -135,7 +135,7 @@ _CATALOG_HINT = ("--iceberg takes a catalog URI (sqlite:///PATH for a catalog in
                  "configured for pyiceberg")
 
 
-def _check_catalog_argument(catalog_uri: str) -> None:
+def check_catalog_argument(catalog_uri: str) -> None:
     """Refuse a plain path as ``--iceberg``, which takes a catalog URI or a catalog name.
 
     A name without ``://`` is a catalog of pyiceberg's configuration, and such names hold no
@@ -182,7 +182,7 @@ def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:
         ExecutionError: the catalog cannot be opened.
 
     """
-    _check_catalog_argument(catalog_uri)
+    check_catalog_argument(catalog_uri)
     try:
         from pyiceberg.catalog import load_catalog as _load
     except ImportError:
@@ -475,5 +475,5 @@ def _drop_if_empty(catalog: Any, ns: tuple[str, ...]) -> None:
         pass
 
 
-__all__ = ["FINGERPRINT_PROPERTY", "RUN_ID_PROPERTY", "check_iceberg", "identifier",
-           "load_catalog", "parse_namespace", "publish_iceberg"]
+__all__ = ["FINGERPRINT_PROPERTY", "RUN_ID_PROPERTY", "check_catalog_argument", "check_iceberg",
+           "identifier", "load_catalog", "parse_namespace", "publish_iceberg"]

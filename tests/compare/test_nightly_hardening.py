@@ -171,3 +171,14 @@ def test_bad_input_is_one_line_and_leaves_no_directory(tmp_path):
         # what the nightly created is gone; a ROOT that was there stays, empty
         assert (root.exists(), list(root.iterdir()) if root.exists() else []) == \
             ((root.name == "existing"), [])
+
+
+def test_publish_args_with_a_path_as_iceberg_is_refused_before_scoring(tmp_path, predictions):
+    root = tmp_path / "nights"
+    result = _night(root, predictions, "2026-12-01", "n1",
+                    PUBLISH_ARGS=f"--iceberg {tmp_path / 'ice'} --namespace evals")
+    assert result.exit_code == 2, result.output
+    lines = _stderr_lines(result)
+    assert len(lines) == 1 and lines[0].startswith("nightly: PUBLISH_ARGS: --iceberg "), lines
+    assert "is a path, not an Iceberg catalog" in lines[0]
+    assert not root.exists() and not (tmp_path / "ice").exists()
