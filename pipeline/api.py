@@ -329,6 +329,8 @@ def score(
     Raises:
         ConfigError: invalid settings or run id; an output inside an input or the reverse;
             an output that is the current directory or above it.
+        MissingExtraError: the Ray engine chosen and Ray not installed (a ConfigError:
+            exit 2), checked before anything is staged.
         InputError: missing, unreadable or empty files, missing columns, bad types, ids
             without references (or the reverse) or empty references unless the config
             skips them, duplicate ids, texts over ``max_tokens`` with
@@ -342,6 +344,7 @@ def score(
     from pipeline.config import manifest_config
     from pipeline.engine import make_plan
     from pipeline.engine.resume import run_key
+    from pipeline.engine.run import choose_engine
     from pipeline.engine.session import score_on_engine
     from pipeline.io.manifest import write_run
     from pipeline.io.write import OutputDir, check_apart
@@ -355,6 +358,10 @@ def score(
     _check_cluster_paths(cfg, {"--output": output, "PREDICTIONS": predictions,
                                "--references": references})
     plan = make_plan(predictions, references, cfg)
+    if choose_engine(cfg, plan)[0] == "ray":  # a missing extra: exit 2, nothing staged
+        from pipeline.engine.ray_runner import require_ray
+
+        require_ray()
     # An interrupted run of the same work (same inputs and settings) is resumed under its
     # run id, unless another run id is asked for.
     out = OutputDir(output, overwrite=overwrite, key=run_key(plan, cfg))
@@ -839,6 +846,27 @@ def _check_night(run_date: str, run_id: str | None, config: ScoreConfig,
             raise _NightEnded(NightlyRun(bad.exit_code, "", error=bad)) from None
 
 
+def _check_publish_target(publish_options: dict[str, Any] | None) -> None:
+    """Refuse, before tonight's score, a publish target that can never work.
+
+    Raises:
+        _NightEnded: ``iceberg`` is a plain path, or ``iceberg`` without ``namespace``
+            (exit 2).
+
+    """
+    iceberg = (publish_options or {}).get("iceberg")
+    if iceberg is None:
+        return
+    from pipeline.warehouse.iceberg import check_catalog_argument, parse_namespace
+
+    try:
+        check_catalog_argument(iceberg)
+        parse_namespace((publish_options or {}).get("namespace"))
+    except PipelineError as err:
+        bad = type(err)(f"PUBLISH_ARGS: {err.message}", hint=err.hint)
+        raise _NightEnded(NightlyRun(bad.exit_code, "", error=bad)) from None
+
+
 def _place_night(root: str, run_date: str, run_id: str | None, predictions: str,
                  references: str | None, config: ScoreConfig) -> _Night:
     """Tonight's run id (given, that of an interrupted attempt, or new) and directories.
@@ -869,6 +897,10 @@ def _score_night(night: _Night, predictions: str, references: str | None,
                  config: ScoreConfig, log: Callable[[str], None]) -> None:
     """Step 1 of :func:`nightly`: score tonight's run, or reuse it when it is finished.
 
+    The ``scoring into`` line is logged once the score is under way, so bad input gives
+    one line (the error); directories the night created (ROOT, its ``run_date=``
+    directory) are removed again when the score fails and leaves them empty.
+
     Raises:
         _NightEnded: the score failed (its exit code; no comparison).
         KeyboardInterrupt: re-raised after a line on how to resume.
@@ -885,20 +917,63 @@ def _score_night(night: _Night, predictions: str, references: str | None,
     if done:
         log(f"reusing the finished run {run_dir}")
         return
-    log(f"resuming the interrupted run {run_dir}" if night.resuming else
-        f"scoring into {run_dir}")
+    started = [f"resuming the interrupted run {run_dir}" if night.resuming else
+               f"scoring into {run_dir}"]
+
+    def said_started(stage: str = "score", *_: int) -> None:
+        # said once the score is under way (its inputs passed the check stage), so that
+        # bad input gives the error line alone
+        if stage == "score" and started:
+            log(started.pop())
+
+    made = _missing_dirs(night.base, f"{night.base}/run_date={night.run_date}")
     try:
         score(predictions, references=references, output=run_dir, config=config,
-              run_id=night.run_id)
+              run_id=night.run_id, progress=said_started)
     except KeyboardInterrupt:
+        said_started()
         log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
             f"with RUN_DATE={night.run_date}")
         raise
     except PipelineError as error:
+        _remove_if_empty(made)
         resume = f"; to resume, {night.again}" if _staging_left(run_dir) else ""
         log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"
             + resume)
         raise _NightEnded(NightlyRun(error.exit_code, run_dir, error=error)) from None
+    said_started()
+
+
+def _missing_dirs(*paths: str) -> list[str]:
+    """The directories among ``paths`` that do not exist yet (what a night would create)."""
+    from pipeline.io.runs import filesystem
+
+    missing = []
+    for path in paths:
+        try:
+            fs, where = filesystem(path)
+            if fs.get_file_info(where).type.name == "NotFound":
+                missing.append(path)
+        except (PipelineError, OSError):
+            continue
+    return missing
+
+
+def _remove_if_empty(paths: list[str]) -> None:
+    """Remove the directories of ``paths`` that are empty, deepest first (best effort)."""
+    import pyarrow.fs as pafs
+
+    from pipeline.io.runs import filesystem
+
+    for path in sorted(paths, key=len, reverse=True):
+        try:
+            fs, where = filesystem(path)
+            info = fs.get_file_info(where)
+            if info.type.name == "Directory" and not fs.get_file_info(
+                    pafs.FileSelector(where)):
+                fs.delete_dir(where)
+        except (PipelineError, OSError):
+            continue
 
 
 def _publish_run(night: _Night, publish_options: dict[str, Any],
@@ -923,10 +998,14 @@ def _previous_night(night: _Night, compare_options: dict[str, Any] | None,
     """Step 3 of :func:`nightly`: the newest comparable run dated before tonight.
 
     One night per date: other runs of tonight's date are attempts of this night (a retry,
-    with or without RUN_ID), never its baseline: the previous night is.
+    with or without RUN_ID), never its baseline: the previous night is. Newer runs with no
+    measure in common with tonight's, or scored otherwise for the compared measures (their
+    signatures differ, as compare would refuse them; kept with
+    ``--allow-signature-mismatch``), are passed over, one log line each.
 
     Returns:
-        Its run directory, or None: no earlier run under ROOT.
+        Its run directory, or None: no earlier run under ROOT, or every earlier run with a
+        measure in common was scored otherwise (the night is a first night).
 
     Raises:
         _NightEnded: earlier runs, none with a measure in common with tonight's (exit 2).
@@ -934,14 +1013,12 @@ def _previous_night(night: _Night, compare_options: dict[str, Any] | None,
     """
     from pipeline.compare.history import comparable_baseline
 
+    options = compare_options or {}
     found, skipped = comparable_baseline(
         night.base, run_date=_day_before(night.run_date), candidate=night.run_dir,
-        measures=(compare_options or {}).get("measures"))
-    if skipped and found is not None:
-        log(f"passing over {len(skipped)} newer "
-            f"{'run' if len(skipped) == 1 else 'runs'} with no measure in common with "
-            f"tonight's: {', '.join(r.path for r in skipped)}")
-    elif skipped:
+        measures=options.get("measures"),
+        allow_signature_mismatch=bool(options.get("allow_signature_mismatch")))
+    if found is None and skipped and all(p.reason == "measures" for p in skipped):
         none = InputError(f"no earlier run under {night.root} has a measure in common with "
                           f"tonight's (the last one: {skipped[0].path})",
                           hint="compare with a run of your choice with --baseline "
@@ -949,6 +1026,14 @@ def _previous_night(night: _Night, compare_options: dict[str, Any] | None,
                                "COMPARE_ARGS=\"--metrics ...\"")
         log(str(none))
         raise _NightEnded(NightlyRun(none.exit_code, night.run_dir, error=none))
+    for passed in skipped:
+        why = ("it has no measure in common with tonight's" if passed.reason == "measures"
+               else f"it was scored otherwise ({passed.detail}; its value vs tonight's)")
+        log(f"passing over {passed.path} as the baseline: {why}")
+    if found is None and skipped:
+        log(f"no earlier run under {night.root} was scored as tonight's; nothing to compare "
+            "with (a first night)")
+        raise _NightEnded(NightlyRun(0, night.run_dir))
     return None if found is None else found.path
 
 
@@ -1051,10 +1136,11 @@ def nightly(
     3. The baseline: ``baseline``, else the newest complete run under ROOT dated before
        tonight (a date is one night: other runs of tonight's date are attempts of this
        night, a retry with or without ``run_id``), with a measure in common with tonight's
-       (newer runs
-       without one are passed over, in one log line;
-       :func:`pipeline.compare.history.comparable_baseline`). No run at all: the night ends
-       with 0; runs but none comparable: exit 2 naming the newest and ``--baseline``.
+       and scored as tonight's for the compared measures (newer runs without one, or
+       scored otherwise, are passed over, one log line each saying why;
+       :func:`pipeline.compare.history.comparable_baseline`). No run at all, or every
+       earlier run scored otherwise: the night ends with 0 (a first night); runs but none
+       with a measure in common: exit 2 naming the newest and ``--baseline``.
     4. Compare (:func:`compare` with the history of ROOT's earlier dates, never tonight's
        other attempts) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
@@ -1090,6 +1176,7 @@ def nightly(
     config = config or ScoreConfig(**NIGHTLY_SCORE_DEFAULTS)
     try:
         _check_night(run_date, run_id, config, compare_options, baseline)
+        _check_publish_target(publish_options)
         night = _place_night(root, run_date, run_id, predictions, references, config)
         _score_night(night, predictions, references, config, log)
         if publish_options is not None:
@@ -1162,7 +1249,8 @@ def publish(
             type a format cannot hold.
         SchemaChangeError: a column whose type differs from the table's (an InputError).
         RunConflictError: a table holds the run id with other rows (an InputError).
-        ExecutionError: the package of a format missing; catalog or storage failures.
+        MissingExtraError: the package of a format is not installed (a ConfigError: exit 2).
+        ExecutionError: catalog or storage failures.
 
     """
     from pipeline.warehouse.common import load_run

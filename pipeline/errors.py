@@ -7,7 +7,8 @@ Exit codes (documented in the README):
 | 0 | success (``compare``: no alarm) |
 | 1 | ``compare`` raised an alarm |
 | 2 | bad usage, configuration or input data (:class:`InputError`, :class:`ConfigError`,
-  :class:`SignatureMismatchError`) |
+  :class:`SignatureMismatchError`); an optional extra that is not installed
+  (:class:`MissingExtraError`: a set-up problem a retry cannot fix) |
 | 3 | the output is in the way: a complete output and no ``--overwrite``, anything else than
   a complete overlap output, another run holding its lock (:class:`OutputExistsError`) |
 | 4 | an execution failure outside the input's control: Ray, workers, storage
@@ -54,6 +55,18 @@ def _rebuild(cls: type[PipelineError], message: str, state: dict) -> PipelineErr
 
 class ConfigError(PipelineError):
     """An unknown or invalid setting: metric, tokenizer, option value or config key."""
+
+    exit_code = 2
+
+
+class MissingExtraError(ConfigError):
+    """An option needs an optional extra whose package is not installed (exit 2).
+
+    A set-up problem that running the command again cannot fix (never exit 4, which
+    schedulers retry): ``--engine ray`` without Ray, ``publish --delta`` without
+    ``deltalake``, ``--language chinese`` without the multilingual packages. The hint is the
+    ``pip install`` line.
+    """
 
     exit_code = 2
 

@@ -55,8 +55,8 @@ def publish_command(ctx: click.Context, run_dir: str, delta: str | None, iceberg
     is written.
 
     Exit codes: 0 published, 2 bad usage or input (an incomplete run or one that does not
-    match its manifest, a type change, another run under the run id, a bad namespace),
-    4 storage or catalog failure.
+    match its manifest, a type change, another run under the run id, a bad namespace, a
+    path as --iceberg, deltalake or pyiceberg not installed), 4 storage or catalog failure.
     """
     from pipeline import api
 

@@ -433,7 +433,9 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
                 f"({config['bootstrap']} resamples, seed {config['seed']})"
                 if config["bootstrap"] else "no interval (--bootstrap 0)")
     out = [
-        f"scored {counts['examples_scored']:,} examples in {seconds:.1f} s ({where})",
+        f"scored {counts['examples_scored']:,} "
+        f"{'example' if counts['examples_scored'] == 1 else 'examples'} in {seconds:.1f} s "
+        f"({where})",
         *loud_warnings(manifest),
         f"signature: {manifest['signature']}",
         "",

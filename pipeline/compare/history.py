@@ -281,16 +281,27 @@ def complete_runs(root: str, *, ignored: list[str] | None = None) -> list[Comple
     return sorted(found, key=lambda r: (r.run_date, r.success_mtime, r.run_id))
 
 
-def _run_measures(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """A run's measures and its default ones, from its manifest's metrics (None: not listed).
+@dataclass(frozen=True)
+class _RunScoring:
+    """What a run's manifest says about how it was scored (for choosing a baseline)."""
+
+    measures: tuple[str, ...]
+    primary: tuple[str, ...]
+    signature: Signature | None
+    config: dict[str, Any]
+
+
+def _run_scoring(path: str) -> _RunScoring | None:
+    """A run's measures, default measures and signature, from its manifest (None: unknown).
 
     Reads ``manifest.json`` only (not the examples), so a baseline can be chosen cheaply.
+    A manifest without a readable signature gives ``signature`` None.
     """
     from pipeline.compare.measures import measures_of, primary_measures
-    from pipeline.errors import ConfigError
     from pipeline.io import runs
     from pipeline.io.manifest import MANIFEST_NAME, read_manifest
     from pipeline.metrics.registry import specs
+    from pipeline.signature import Signature
 
     try:
         fs, root = runs.filesystem(path)
@@ -309,53 +320,100 @@ def _run_measures(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         found = specs([str(m) for m in metrics], config)
     except ConfigError:
         return None
-    return measures_of(found), primary_measures(found)
+    signature: Signature | None = None
+    text = manifest.get("signature")
+    if isinstance(text, str) and text:
+        try:
+            signature = Signature.parse(text)
+        except (ValueError, InputError, ConfigError):
+            signature = None
+    return _RunScoring(measures_of(found), primary_measures(found), signature, config)
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """A complete run the nightly baseline choice passed over, and why.
+
+    Attributes:
+        run: the run.
+        reason: ``"measures"`` (no measure in common with tonight's) or ``"signature"``
+            (scored differently for the compared measures).
+        detail: for ``"signature"``, the differing fields as ``field: theirs vs tonight's``.
+
+    """
+
+    run: CompleteRun
+    reason: str
+    detail: str = ""
+
+    @property
+    def path(self) -> str:
+        """The run's directory."""
+        return self.run.path
 
 
 def comparable_baseline(root: str, *, run_date: str, candidate: str,
-                        measures: Sequence[str] | None = None
-                        ) -> tuple[CompleteRun | None, list[CompleteRun]]:
-    """The nightly baseline: the newest complete run with a measure in common with tonight.
+                        measures: Sequence[str] | None = None,
+                        allow_signature_mismatch: bool = False
+                        ) -> tuple[CompleteRun | None, list[PassedOver]]:
+    """The nightly baseline: the newest complete run comparable with tonight's.
 
     Newest by date, then by the time its ``_SUCCESS`` was written (a ROOT that does not
-    exist yet has no run), but a run with no measure to compare with
+    exist yet has no run), but a run is passed over when it has no measure to compare with
     the candidate (``measures``, or by default the baseline's primary measures that the
     candidate also has, as :func:`pipeline.compare.measures.resolve_measures` chooses them)
-    is passed over: one odd night (``--score-args "--metrics bleu"``) does not block every
-    later night. The measures are read from each run's manifest only. A run whose manifest
-    does not list its metrics is taken as comparable (compare decides).
+    or when it was scored otherwise for those measures (the signature fields their families
+    write differ, as compare checks them: :func:`pipeline.compare.signatures.check_signatures`;
+    not with ``allow_signature_mismatch``): one odd night (``--score-args "--metrics bleu"``
+    or ``"--language chinese"``) does not block every later night. The measures and
+    signatures are read from each run's manifest only. A run whose manifest does not list
+    its metrics is taken as comparable (compare decides), and so is one without a signature.
 
     Args:
         root: the nightly ROOT.
-        run_date: tonight's ``YYYY-MM-DD``; later runs are never chosen.
+        run_date: the newest date that may be chosen, ``YYYY-MM-DD``; later runs never are.
         candidate: tonight's run directory (as :func:`complete_runs` spells it); never chosen.
         measures: the measures asked for (``compare --metrics``), or None for the default.
+        allow_signature_mismatch: keep runs scored otherwise (compare is told to compare
+            them anyway).
 
     Returns:
-        (the baseline or None, the newer complete runs passed over, newest first).
+        (the baseline or None, the newer complete runs passed over, newest first, each with
+        its reason).
 
     """
     from pipeline.compare.measures import resolve_measures
-    from pipeline.errors import ConfigError
+    from pipeline.compare.signatures import check_signatures
 
     try:
         candidates = [r for r in complete_runs(root)
                       if r.run_date <= run_date and r.path != candidate]
     except InputError:
         return None, []
-    tonight = _run_measures(candidate)
-    skipped: list[CompleteRun] = []
+    tonight = _run_scoring(candidate)
+    skipped: list[PassedOver] = []
     for run in reversed(candidates):
-        mine = None if tonight is None else _run_measures(run.path)
+        mine = None if tonight is None else _run_scoring(run.path)
         if tonight is None or mine is None:
             return run, skipped
         try:
-            resolve_measures(measures, mine[0], tonight[0], default=mine[1])
+            chosen = resolve_measures(measures, mine.measures, tonight.measures,
+                                      default=mine.primary)
         except InputError:
-            skipped.append(run)
+            skipped.append(PassedOver(run, "measures"))
             continue
         except ConfigError:
             return run, skipped  # a bad measure name: compare says so
+        if allow_signature_mismatch or mine.signature is None or tonight.signature is None:
+            return run, skipped
+        metrics = tuple(dict.fromkeys(m.split(".")[0] for m in chosen))
+        fields = check_signatures(mine.signature, tonight.signature, allow_mismatch=True,
+                                  metrics=metrics, options=(mine.config, tonight.config))
+        if fields:
+            a, b = mine.signature.as_dict(), tonight.signature.as_dict()
+            skipped.append(PassedOver(run, "signature", "; ".join(
+                f"{k}: {a.get(k, '(absent)')} vs {b.get(k, '(absent)')}" for k in fields)))
+            continue
         return run, skipped
     return None, skipped
 
@@ -709,7 +767,8 @@ def _marks(doc: Any, kinds: Sequence[str]) -> list[dict[str, Any]]:
     return marks
 
 
-__all__ = ["VALUE_KEY", "CompleteRun", "History", "Night", "aggregate_values",
-           "check_reference", "comparable_history", "complete_runs", "is_run_date",
+__all__ = ["VALUE_KEY", "CompleteRun", "History", "Night", "PassedOver", "aggregate_values",
+           "check_reference", "comparable_baseline", "comparable_history", "complete_runs",
+           "is_run_date",
            "night_alarms", "read_history", "read_history_table", "run_date_of",
            "run_values", "values_of"]

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pipeline.errors import ExecutionError, PipelineError
+from pipeline.errors import ExecutionError, MissingExtraError, PipelineError
 from pipeline.machine import descendants, usable_cpus
 
 # Ray binds its servers to 127.0.0.1 only when that is the node's address, and rewrites
@@ -54,6 +54,31 @@ MAX_RETRIES = 3
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (ExecutionError, OSError)
 
 
+_RAY_HINT = "pip install 'overlap-pipeline[ray]' or use --engine local"
+
+
+def require_ray() -> None:
+    """Fail at once, before anything is staged, when Ray is not installed.
+
+    Looks the package up without importing it (importing Ray starts nothing, but takes
+    seconds); :func:`_import_ray` says the same when the import itself fails.
+
+    Raises:
+        MissingExtraError: Ray is not installed (exit 2: a retry cannot fix it).
+
+    """
+    import importlib.util
+
+    if sys.modules.get("ray") is not None:
+        return
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise MissingExtraError("the ray engine needs Ray", hint=_RAY_HINT)
+
+
 def _import_ray(*, local: bool = False) -> Any:
     """Import ray; ``local``: first tell Ray (if not imported yet) to keep to loopback.
 
@@ -66,9 +91,7 @@ def _import_ray(*, local: bool = False) -> Any:
     try:
         import ray
     except ImportError:
-        raise ExecutionError("the ray engine needs Ray",
-                             hint="pip install 'overlap-pipeline[ray]' or use --engine local"
-                             ) from None
+        raise MissingExtraError("the ray engine needs Ray", hint=_RAY_HINT) from None
     finally:
         if saved is None:
             os.environ.pop(_CLUSTERS_VAR, None)
@@ -637,7 +660,7 @@ class RayRunner:
         self._remotes: dict[tuple[Callable[..., Any], int], Any] = {}
         self.address = address
         # ray is imported by LocalRay when it starts one (it sets Ray's environment first)
-        running = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+        running = sys.modules.get("ray") is not None and sys.modules["ray"].is_initialized()
         if not running and not address:
             self._local = LocalRay(num_cpus=num_cpus)
             self.address = None

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, MissingExtraError
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,9 @@ MECAB_TOKENIZERS = tuple(KINDS)
 _CACHE_MAX = 500_000
 
 
-def _missing(kind: MecabKind, module: str) -> ConfigError:
+def _missing(kind: MecabKind, module: str) -> MissingExtraError:
     """The one-line error for a missing extra (a ConfigError: exit 2)."""
-    return ConfigError(f"BLEU tokenizer {kind.name} needs the {kind.extra!r} extra ({module} "
+    return MissingExtraError(f"BLEU tokenizer {kind.name} needs the {kind.extra!r} extra ({module} "
                        f"is not installed): pip install 'overlap-pipeline[{kind.extra}]'")
 
 

@@ -41,7 +41,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, MissingExtraError
 
 EXTRA = "multilingual"
 INSTALL_HINT = f"pip install 'overlap-pipeline[{EXTRA}]'"
@@ -90,9 +90,9 @@ def check_language(name: str) -> str:
     return canonical_language(name)
 
 
-def _missing(module: str, language: str) -> ConfigError:
+def _missing(module: str, language: str) -> MissingExtraError:
     """The one-line error for a language whose extra is not installed (exit 2)."""
-    return ConfigError(f"language {language!r} needs the {EXTRA!r} extra ({module} is not "
+    return MissingExtraError(f"language {language!r} needs the {EXTRA!r} extra ({module} is not "
                        f"installed): {INSTALL_HINT}")
 
 

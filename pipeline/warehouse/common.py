@@ -38,6 +38,8 @@ from pipeline.errors import ConfigError, InputError
 EXAMPLES_TABLE = "examples"
 AGGREGATES_TABLE = "aggregates"
 TABLES = (EXAMPLES_TABLE, AGGREGATES_TABLE)
+# the table of comparisons (pipeline.warehouse.comparisons), named here for the wording
+COMPARISONS_TABLE = "comparisons"
 RUN_ID_COLUMN = "run_id"
 RUN_DATE_COLUMN = "run_date"
 SIGNATURE_COLUMN = "signature"
@@ -64,7 +66,7 @@ class PublishedTable:
 
     Attributes:
         format: ``delta`` or ``iceberg``.
-        table: ``examples`` or ``aggregates``.
+        table: ``examples``, ``aggregates`` or ``comparisons``.
         location: the table's path or URI (Delta) or ``namespace.table`` (Iceberg).
         rows: rows of the run in the table after this publish.
         appended: False when the run was already in the table (nothing written).
@@ -86,7 +88,10 @@ class PublishedTable:
         what = "appended" if self.appended else "already there, nothing written:"
         extra = f"; new columns {', '.join(self.added_columns)}" if self.added_columns else ""
         kind = "snapshot" if self.format == "iceberg" else "version"
-        return (f"{self.format} {self.table}: {what} {self.rows} rows of the run "
+        plural = "" if self.rows == 1 else "s"
+        rows = (f"{self.rows} comparison row{plural}" if self.table == COMPARISONS_TABLE
+                else f"{self.rows} row{plural} of the run")
+        return (f"{self.format} {self.table}: {what} {rows} "
                 f"({self.location}, {kind} {self.version}){extra}")
 
 

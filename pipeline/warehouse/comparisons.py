@@ -36,13 +36,13 @@ import pyarrow.parquet as pq
 from pipeline.config_checks import parse_run_date
 from pipeline.errors import InputError
 from pipeline.warehouse.common import (
+    COMPARISONS_TABLE,
     RUN_DATE_COLUMN,
     RunTables,
     parse_labels,
     warehouse_type,
 )
 
-COMPARISONS_TABLE = "comparisons"
 COMPARISON_ID_COLUMN = "comparison_id"
 ALARM_KIND_COLUMN = "alarm_kind"
 COMPARE_PARQUET = "compare.parquet"

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.errors import ExecutionError, InputError, PipelineError
+from pipeline.errors import ExecutionError, InputError, MissingExtraError, PipelineError
 from pipeline.warehouse.common import (
     FINGERPRINT_KEY,
     PARTITION_COLUMN,
@@ -50,7 +50,7 @@ def _import_deltalake() -> Any:
     try:
         import deltalake
     except ImportError:
-        raise ExecutionError("publishing to Delta Lake needs the deltalake package",
+        raise MissingExtraError("publishing to Delta Lake needs the deltalake package",
                              hint="pip install 'overlap-pipeline[warehouse]'") from None
     return deltalake
 
@@ -181,7 +181,8 @@ def check_delta(run: RunTables, root: str, *,
 
     Raises:
         SchemaChangeError, InputError, RunConflictError: as :func:`publish_delta`.
-        ExecutionError: deltalake missing, or a table cannot be read.
+        MissingExtraError: deltalake is not installed (exit 2).
+        ExecutionError: a table cannot be read.
 
     """
     deltalake = _import_deltalake()
@@ -227,7 +228,8 @@ def publish_delta(run: RunTables, root: str, *,
         SchemaChangeError: a column's type differs from the table's.
         RunConflictError: a table holds the run id with other rows.
         InputError: a table partitioned otherwise; a column Delta cannot hold.
-        ExecutionError: deltalake missing, storage failures, commits lost to concurrent
+        MissingExtraError: deltalake is not installed (exit 2).
+        ExecutionError: storage failures, commits lost to concurrent
             writers too often.
 
     """

@@ -27,7 +27,13 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from pipeline.errors import ConfigError, ExecutionError, InputError, PipelineError
+from pipeline.errors import (
+    ConfigError,
+    ExecutionError,
+    InputError,
+    MissingExtraError,
+    PipelineError,
+)
 from pipeline.warehouse.common import (
     PARTITION_COLUMN,
     PublishedTable,
@@ -124,6 +130,40 @@ def _check_sqlite_file(catalog_uri: str, path: str) -> None:
                           "catalog's tables to it", hint="give a new file or an existing catalog")
 
 
+_CATALOG_HINT = ("--iceberg takes a catalog URI (sqlite:///PATH for a catalog in one file, "
+                 "another SQLAlchemy URL, http(s):// or thrift://) or the name of a catalog "
+                 "configured for pyiceberg")
+
+
+def check_catalog_argument(catalog_uri: str) -> None:
+    """Refuse a plain path as ``--iceberg``, which takes a catalog URI or a catalog name.
+
+    A name without ``://`` is a catalog of pyiceberg's configuration, and such names hold no
+    path separator; a path (``/tmp/ice``, ``./ice``, ``ice.db``) is told what to write instead.
+
+    Raises:
+        ConfigError: ``catalog_uri`` is empty or a path (exit 2), with the URI to give.
+
+    """
+    if "://" in catalog_uri:
+        return
+    looks_like_path = (not catalog_uri.strip() or "/" in catalog_uri or "\\" in catalog_uri
+                       or catalog_uri.startswith(("~", ".")) or catalog_uri.endswith(".db"))
+    if not looks_like_path:
+        return
+    path = os.path.abspath(os.path.expanduser(catalog_uri)) if catalog_uri.strip() else ""
+    if not path:
+        suggestion = "sqlite:///PATH"
+    elif os.path.isfile(path) or path.endswith(".db"):
+        suggestion = f"sqlite:///{path}"
+    else:  # a directory, or a name meant as one: the catalog file goes inside
+        suggestion = f"sqlite:///{os.path.join(path, 'catalog.db')}"
+    raise ConfigError(f"--iceberg {catalog_uri!r} is a path, not an Iceberg catalog: "
+                      f"{_CATALOG_HINT}",
+                      hint=f"for a catalog in one SQLite file: --iceberg {suggestion}; its "
+                           "data files go under --warehouse, by default warehouse/ beside it")
+
+
 def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:
     """Open an Iceberg catalog by URI or configured name.
 
@@ -135,15 +175,18 @@ def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:
             ``warehouse/`` beside the database file; other catalogs use their own default.
 
     Raises:
-        ConfigError: a SQL catalog without a warehouse location that cannot be defaulted;
+        ConfigError: a path rather than a URI or a name; a name no configuration defines;
+            a SQL catalog without a warehouse location that cannot be defaulted;
             a SQLite file that is not a catalog (see :func:`_check_sqlite_file`).
-        ExecutionError: pyiceberg missing, or the catalog cannot be opened.
+        MissingExtraError: pyiceberg is not installed (exit 2).
+        ExecutionError: the catalog cannot be opened.
 
     """
+    check_catalog_argument(catalog_uri)
     try:
         from pyiceberg.catalog import load_catalog as _load
     except ImportError:
-        raise ExecutionError("publishing to Iceberg needs the pyiceberg package",
+        raise MissingExtraError("publishing to Iceberg needs the pyiceberg package",
                              hint="pip install 'overlap-pipeline[warehouse]'") from None
     props: dict[str, str] = {}
     scheme = urlparse(catalog_uri).scheme.split("+")[0]
@@ -179,6 +222,12 @@ def load_catalog(catalog_uri: str, *, warehouse: str | None = None) -> Any:
             # A new SQL catalog creates its tables when first opened: two publishers opening
             # it at once race ("table iceberg_tables already exists", "database is locked").
             racing = "already exists" in str(err) or "locked" in str(err)
+            if "://" not in catalog_uri and isinstance(err, ValueError) \
+                    and "URI missing" in str(err):
+                raise ConfigError(f"--iceberg {catalog_uri}: no Iceberg catalog of that name "
+                                  "is configured (~/.pyiceberg.yaml or "
+                                  "PYICEBERG_CATALOG__<NAME>__URI)",
+                                  hint=_CATALOG_HINT) from None
             if not racing or attempt + 1 == COMMIT_ATTEMPTS:
                 raise ExecutionError(f"cannot open Iceberg catalog {catalog_uri}: "
                                      f"{type(err).__name__}: {err}") from err
@@ -426,5 +475,5 @@ def _drop_if_empty(catalog: Any, ns: tuple[str, ...]) -> None:
         pass
 
 
-__all__ = ["FINGERPRINT_PROPERTY", "RUN_ID_PROPERTY", "check_iceberg", "identifier",
-           "load_catalog", "parse_namespace", "publish_iceberg"]
+__all__ = ["FINGERPRINT_PROPERTY", "RUN_ID_PROPERTY", "check_catalog_argument", "check_iceberg",
+           "identifier", "load_catalog", "parse_namespace", "publish_iceberg"]

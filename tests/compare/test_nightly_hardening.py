@@ -97,3 +97,88 @@ def test_a_root_that_is_a_file_is_named_as_not_a_directory(tmp_path, predictions
     assert result.exit_code == 2, result.output
     assert f"ROOT {root} is not a directory" in result.output
     assert "lock" not in result.output and root.read_text() == "mine\n"
+
+
+def _stderr_lines(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+def test_a_night_scored_otherwise_is_passed_over_as_the_baseline(tmp_path, predictions):
+    # One misconfigured night must not make every later night fail (exit 2: runs scored
+    # differently): the baseline choice leaves it out as the history does.
+    pytest.importorskip("jieba")
+    root = tmp_path / "nights"
+    assert _night(root, predictions, "2026-12-02", "n1").exit_code == 0
+    odd = _night(root, predictions, "2026-12-03", "n2", f"{SCORE} --language chinese")
+    # no earlier night scored as it was: a first night for its settings, saying why
+    assert odd.exit_code == 0, odd.output
+    assert (root / "run_date=2026-12-03" / "run_id=n2" / "_SUCCESS").exists()
+    assert not (root / "compare" / "run_date=2026-12-03").exists()
+    said = [x for x in odd.output.splitlines() if "passing over" in x]
+    assert len(said) == 1 and "run_id=n1" in said[0] and "scored otherwise" in said[0]
+    assert "first night" in odd.output
+    for date, run_id in (("2026-12-04", "n3"), ("2026-12-04", "n3")):  # a retry: the same
+        night = _night(root, predictions, date, run_id)
+        assert night.exit_code == 0, night.output
+        said = [x for x in night.output.splitlines() if "passing over" in x]
+        assert len(said) == 1 and "run_date=2026-12-03/run_id=n2" in said[0], night.output
+        assert "scored otherwise (tok: xlsum vs rouge-score" in said[0]
+        doc = json.loads((root / "compare" / f"run_date={date}" / f"run_id={run_id}"
+                          / "compare.json").read_text())
+        assert doc["baseline"]["path"].endswith("run_date=2026-12-02/run_id=n1")
+
+
+def test_a_retried_odd_night_never_compares_with_itself(tmp_path, predictions):
+    pytest.importorskip("jieba")
+    root = tmp_path / "nights"
+    assert _night(root, predictions, "2026-12-02", "n1").exit_code == 0
+    args = f"{SCORE} --language chinese"
+    assert _night(root, predictions, "2026-12-03", "n2", args).exit_code == 0
+    again = _night(root, predictions, "2026-12-03", "n2b", args)  # another attempt, same date
+    assert again.exit_code == 0, again.output
+    assert "run_id=n2 " not in again.output and "run_id=n2\n" not in again.output
+    assert not (root / "compare" / "run_date=2026-12-03").exists()
+
+
+def test_allow_signature_mismatch_keeps_the_night_scored_otherwise(tmp_path, predictions):
+    pytest.importorskip("jieba")
+    root = tmp_path / "nights"
+    assert _night(root, predictions, "2026-12-02", "n1").exit_code == 0
+    odd = _night(root, predictions, "2026-12-03", "n2", f"{SCORE} --language chinese",
+                 COMPARE_ARGS="--allow-signature-mismatch")
+    assert odd.exit_code in (0, 1), odd.output
+    assert "passing over" not in odd.output
+    doc = json.loads((root / "compare" / "run_date=2026-12-03" / "run_id=n2"
+                      / "compare.json").read_text())
+    assert doc["baseline"]["path"].endswith("run_date=2026-12-02/run_id=n1")
+
+
+def test_bad_input_is_one_line_and_leaves_no_directory(tmp_path):
+    dup = tmp_path / "dup_preds.parquet"
+    pq.write_table(pa.table({"id": ["a", "a", "b"], "prediction": ["x y", "x", "y"]}), dup)
+    refs = tmp_path / "refs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "references": [["x y"], ["y"]]}), refs)
+    for root in (tmp_path / "x", tmp_path / "existing"):
+        if root.name == "existing":
+            root.mkdir()
+        result = CliRunner().invoke(main, ["nightly", str(root), str(dup), str(refs),
+                                           "--run-date", "2026-12-01",
+                                           "--score-args", SCORE])
+        assert result.exit_code == 2, result.output
+        lines = _stderr_lines(result)
+        assert len(lines) == 1 and "more than once" in lines[0], result.stderr
+        assert "Traceback" not in result.output
+        # what the nightly created is gone; a ROOT that was there stays, empty
+        assert (root.exists(), list(root.iterdir()) if root.exists() else []) == \
+            ((root.name == "existing"), [])
+
+
+def test_publish_args_with_a_path_as_iceberg_is_refused_before_scoring(tmp_path, predictions):
+    root = tmp_path / "nights"
+    result = _night(root, predictions, "2026-12-01", "n1",
+                    PUBLISH_ARGS=f"--iceberg {tmp_path / 'ice'} --namespace evals")
+    assert result.exit_code == 2, result.output
+    lines = _stderr_lines(result)
+    assert len(lines) == 1 and lines[0].startswith("nightly: PUBLISH_ARGS: --iceberg "), lines
+    assert "is a path, not an Iceberg catalog" in lines[0]
+    assert not root.exists() and not (tmp_path / "ice").exists()

@@ -74,8 +74,9 @@ def test_a_comparison_is_published_to_delta_and_iceberg_once(nights, tmp_path):
             "--namespace", "evals", "--label", "model=m7"]
     first = CliRunner().invoke(main, ["publish", *args])
     assert first.exit_code == 0, first.output
-    assert re.search(r"delta comparisons: appended 4 rows", first.output), first.output
-    assert re.search(r"iceberg comparisons: appended 4 rows", first.output)
+    assert re.search(r"delta comparisons: appended 4 comparison rows \(", first.output), \
+        first.output
+    assert re.search(r"iceberg comparisons: appended 4 comparison rows \(", first.output)
     again = CliRunner().invoke(main, ["publish", *args])
     assert again.exit_code == 0 and again.output.count("already there, nothing written") == 2
     dt = deltalake.DeltaTable(str(warehouse / "comparisons"))

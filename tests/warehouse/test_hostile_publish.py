@@ -337,3 +337,34 @@ def test_a_run_published_before_fingerprints_is_told_apart_by_its_rows(runs, tmp
     result = publish(impostor, "--delta", wh)
     assert result.exit_code == 2 and "other rows" in one_line_error(result)
     assert delta_rows(wh) == 40
+
+
+@pytest.mark.parametrize("given", ["dir", "file.db", "relative", "new"])
+def test_a_plain_path_as_iceberg_is_usage_with_the_uri_to_give(runs, tmp_path, monkeypatch,
+                                                               given):
+    # docs/warehouse.md: --iceberg takes sqlite:///PATH, another catalog URI, or a name
+    # configured for pyiceberg; a path is none of these (a retry cannot fix it: exit 2)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ice").mkdir()
+    target = {"dir": str(tmp_path / "ice"), "file.db": str(tmp_path / "cat.db"),
+              "relative": "./ice", "new": str(tmp_path / "nothing")}[given]
+    result = publish(runs["a"], "--iceberg", target, "--namespace", "evals")
+    assert result.exit_code == 2, result.output
+    line = one_line_error(result)
+    assert "is a path, not an Iceberg catalog" in line and "URI missing" not in line
+    want = {"dir": f"sqlite:///{tmp_path / 'ice' / 'catalog.db'}",
+            "file.db": f"sqlite:///{tmp_path / 'cat.db'}",
+            "relative": f"sqlite:///{tmp_path / 'ice' / 'catalog.db'}",
+            "new": f"sqlite:///{tmp_path / 'nothing' / 'catalog.db'}"}[given]
+    assert f"--iceberg {want};" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ice"]  # nothing made
+    assert not any((tmp_path / "ice").iterdir())
+
+
+def test_a_catalog_name_nobody_configured_is_usage(runs, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.pyiceberg.yaml
+    monkeypatch.delenv("PYICEBERG_HOME", raising=False)
+    result = publish(runs["a"], "--iceberg", "nosuchcatalog", "--namespace", "evals")
+    assert result.exit_code == 2, result.output
+    line = one_line_error(result)
+    assert "no Iceberg catalog of that name is configured" in line and "sqlite:///" in line
