@@ -1004,11 +1004,11 @@ def _previous_night(night: _Night, compare_options: dict[str, Any] | None,
     ``--allow-signature-mismatch``), are passed over, one log line each.
 
     Returns:
-        Its run directory, or None: no earlier run under ROOT, or every earlier run with a
-        measure in common was scored otherwise (the night is a first night).
+        Its run directory, or None: no earlier run under ROOT (a first night).
 
     Raises:
-        _NightEnded: earlier runs, none with a measure in common with tonight's (exit 2).
+        _NightEnded: earlier runs, none with a measure in common with tonight's or every one
+            scored otherwise (exit 2; tonight's run is kept).
 
     """
     from pipeline.compare.history import comparable_baseline
@@ -1031,9 +1031,17 @@ def _previous_night(night: _Night, compare_options: dict[str, Any] | None,
                else f"it was scored otherwise ({passed.detail}; its value vs tonight's)")
         log(f"passing over {passed.path} as the baseline: {why}")
     if found is None and skipped:
-        log(f"no earlier run under {night.root} was scored as tonight's; nothing to compare "
-            "with (a first night)")
-        raise _NightEnded(NightlyRun(0, night.run_dir))
+        # Tonight's settings differ from every earlier night's: the night is scored and kept
+        # (later nights scored alike compare with it) but nothing checked it for a change,
+        # which an unattended loop must not report as a pass.
+        changed = InputError(
+            f"no earlier run under {night.root} was scored as tonight's, so nothing checked "
+            f"tonight's run for a change (the newest: {skipped[0].path}); tonight's run is "
+            "kept and later nights scored alike compare with it",
+            hint="compare anyway with COMPARE_ARGS=\"--allow-signature-mismatch\", or with "
+                 "a run of your choice with --baseline RUN_DIR (env BASELINE)")
+        log(str(changed))
+        raise _NightEnded(NightlyRun(changed.exit_code, night.run_dir, error=changed))
     return None if found is None else found.path
 
 
@@ -1138,9 +1146,10 @@ def nightly(
        night, a retry with or without ``run_id``), with a measure in common with tonight's
        and scored as tonight's for the compared measures (newer runs without one, or
        scored otherwise, are passed over, one log line each saying why;
-       :func:`pipeline.compare.history.comparable_baseline`). No run at all, or every
-       earlier run scored otherwise: the night ends with 0 (a first night); runs but none
-       with a measure in common: exit 2 naming the newest and ``--baseline``.
+       :func:`pipeline.compare.history.comparable_baseline`). No run at all: the night
+       ends with 0 (a first night); runs but none with a measure in common, or every one
+       scored otherwise: exit 2 naming the newest and ``--baseline`` (tonight's run is kept,
+       so the nights after it compare with it).
     4. Compare (:func:`compare` with the history of ROOT's earlier dates, never tonight's
        other attempts) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,

@@ -110,13 +110,14 @@ def test_a_night_scored_otherwise_is_passed_over_as_the_baseline(tmp_path, predi
     root = tmp_path / "nights"
     assert _night(root, predictions, "2026-12-02", "n1").exit_code == 0
     odd = _night(root, predictions, "2026-12-03", "n2", f"{SCORE} --language chinese")
-    # no earlier night scored as it was: a first night for its settings, saying why
-    assert odd.exit_code == 0, odd.output
+    # no earlier night scored as it was: nothing checked it for a change, which is not a
+    # pass (exit 2); its run is kept for the nights after it
+    assert odd.exit_code == 2, odd.output
     assert (root / "run_date=2026-12-03" / "run_id=n2" / "_SUCCESS").exists()
     assert not (root / "compare" / "run_date=2026-12-03").exists()
     said = [x for x in odd.output.splitlines() if "passing over" in x]
     assert len(said) == 1 and "run_id=n1" in said[0] and "scored otherwise" in said[0]
-    assert "first night" in odd.output
+    assert "no earlier run under" in odd.output and "was scored as tonight's" in odd.output
     for date, run_id in (("2026-12-04", "n3"), ("2026-12-04", "n3")):  # a retry: the same
         night = _night(root, predictions, date, run_id)
         assert night.exit_code == 0, night.output
@@ -133,9 +134,9 @@ def test_a_retried_odd_night_never_compares_with_itself(tmp_path, predictions):
     root = tmp_path / "nights"
     assert _night(root, predictions, "2026-12-02", "n1").exit_code == 0
     args = f"{SCORE} --language chinese"
-    assert _night(root, predictions, "2026-12-03", "n2", args).exit_code == 0
+    assert _night(root, predictions, "2026-12-03", "n2", args).exit_code == 2
     again = _night(root, predictions, "2026-12-03", "n2b", args)  # another attempt, same date
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == 2, again.output
     assert "run_id=n2 " not in again.output and "run_id=n2\n" not in again.output
     assert not (root / "compare" / "run_date=2026-12-03").exists()
 
