@@ -29,7 +29,13 @@ from pipeline.config_checks import (
 )
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
-from pipeline.scoring import ON_LONG_TEXT, ScoringSettings, Threshold, scoring_keys
+from pipeline.scoring import (
+    ON_LONG_TEXT,
+    ScoringSettings,
+    Threshold,
+    convert_scoring_value,
+    scoring_keys,
+)
 from pipeline.signature import Signature, build_signature
 
 ENGINES = ("auto", "ray", "local")
@@ -290,7 +296,8 @@ def load_config_file(path: str) -> dict[str, Any]:
 
     Raises:
         ConfigError: unreadable, too large or not UTF-8; invalid YAML, an alias or a key
-            given twice; not a mapping; an unknown key.
+            given twice; not a mapping; an unknown key or an invalid value (each value is
+            checked on its own here, combinations when the settings are built).
 
     """
     import yaml
@@ -340,6 +347,16 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: expected a mapping of settings at the top "
                           f"level, got {type(data).__name__}")
     _check_keys(data, where=f"config file {path}")
+    for key, value in data.items():  # each value on its own: the error names the file
+        if value is None:
+            continue
+        try:
+            if key in _RUN_KEYS:
+                _RUN_KEYS[key](key, value)
+            else:
+                convert_scoring_value(key, value)
+        except ConfigError as e:
+            raise ConfigError(f"config file {path}: {e.message}", hint=e.hint) from None
     return data
 
 

@@ -364,7 +364,8 @@ def score_languages(predictions: Sequence[str | None],
     Returns:
         As :meth:`Rouge.score`; ``zero_token_texts`` counts texts with visible characters
         and no token (in the whole-text view, or in the rougeLsum view when only rougeLsum
-        is asked).
+        is asked); with ``column:COL``, ``unnamed_language:NAME`` counts the rows of each
+        value that is not a named language (:func:`languages.unnamed_counts`).
 
     Raises:
         ConfigError: a missing extra, or an empty per-row language.
@@ -376,6 +377,9 @@ def score_languages(predictions: Sequence[str | None],
     if languages.is_auto(options.get("language")):
         row_languages = languages.detected_languages(predictions, references)
     per_example = languages.tokenizers_for(options, n, row_languages)
+    counts = {"zero_token_texts_language": 0}
+    if column is not None and row_languages is not None:
+        counts.update(languages.unnamed_counts(row_languages))
     n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
     texts = list(predictions) + [t for r in references for t in r]
     tokenizers = per_example + [tok for tok, k in zip(per_example, n_refs.tolist(), strict=True)
@@ -415,7 +419,8 @@ def score_languages(predictions: Sequence[str | None],
     for k, m in enumerate(metrics):
         for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
             out[f"{m}_{x}"] = combined[x][:, k]
-    return FamilyScores(out, truncated, {"zero_token_texts_language": zero})
+    counts["zero_token_texts_language"] = zero
+    return FamilyScores(out, truncated, counts)
 
 
 def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
