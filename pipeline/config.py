@@ -124,9 +124,9 @@ class ScoreConfig:
             counted, as with ``skip``).
         on_empty_references: examples whose reference list is null or empty, or holds a
             null reference: ``error`` or ``skip`` (left out and counted).
-        engine: ``auto`` (in-process for small inputs, else Ray; always Ray with an
-            address: see :func:`pipeline.engine.run.choose_engine`), ``ray`` (local
-            instance or a cluster) or ``local`` (in-process, no Ray).
+        engine: ``auto`` (in-process at any size; Ray with an address or when Ray is
+            already initialized: see :func:`pipeline.engine.run.choose_engine`), ``ray``
+            (local instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
         num_cpus: CPUs of a local Ray instance, or worker processes of the in-process
             engine (1: one task at a time), at most :data:`MAX_NUM_CPUS`; None means every
