@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
-from pipeline.tokenizers.multilingual import unnamed_language_note
 from tests.support.xlsum_oracle import oracle_scorer
 
 ROWS = {"id": ["a", "b", "c"],
@@ -50,6 +49,8 @@ def _score(table, tmp_path, *args: str, config: str | None = None):
     ("chinse", "chinese"), ("Chinese", "chinese"), ("zh", "chinese"), ("ja", "japanese"),
     ("ru", "russian"), ("engish", "english"), ("Bangla", "bangla"), ("turkis", "turkish")])
 def test_a_name_that_falls_back_gets_the_name_meant(name, meant):
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
     assert unnamed_language_note(name) == (
         f"language {name!r} is not a named language: scored with the fallback tokenizer "
         f"(did you mean {meant}?)")
@@ -58,11 +59,15 @@ def test_a_name_that_falls_back_gets_the_name_meant(name, meant):
 @pytest.mark.parametrize("name", ["chinese", "bangla", "chinese_traditional", "mundo",
                                   "swedish", "hindi", "burmese"])
 def test_named_languages_and_aliases_have_no_note(name):
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
     assert unnamed_language_note(name) is None
 
 
 @pytest.mark.parametrize("name", ["xhosa", "croatian", "persian", "ukrainian"])
 def test_a_language_far_from_every_name_gets_no_hint(name):
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
     # croatian is 0.75 like romanian, persian 0.71 like russian: languages, not typos
     assert unnamed_language_note(name) == (f"language {name!r} is not a named language: "
                                            "scored with the fallback tokenizer")
