@@ -197,8 +197,9 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     """Score predictions against references into a run.
 
     PREDICTIONS and --references are a Parquet, CSV or JSON Lines file (*.csv, *.jsonl,
-    *.ndjson, *.json), a directory of shards or a glob (local or a URI). Joins them by id, scores every example (in-process on every CPU, or on Ray
-    with --address: see --engine) and writes DIR/examples/part-*.parquet,
+    *.ndjson, *.json), a directory of shards or a glob (local or a URI). Joins them by id,
+    scores every example (in-process on every CPU, or on Ray with --address: see --engine)
+    and writes DIR/examples/part-*.parquet,
     DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
     their bootstrap intervals, per --group-by group.
 
