@@ -68,9 +68,10 @@ OPTIONS = (
     Option("language", None, "Tokenize ROUGE texts as XL-Sum's multilingual ROUGE does for "
            "this language (multilingual-rouge 0.0.1): chinese, japanese, thai, burmese "
            "(segmenters), hindi, bengali, turkish and NLTK's Snowball languages (stemmers), "
-           "or any other name (the fallback tokenizer); column:COL takes each row's language "
-           "from the predictions column COL; auto picks each example's segmenter from the "
-           "script of its texts (no stemmer). Needs the 'multilingual' extra.", kind=str,
+           "or any other name (the fallback tokenizer, with a warning); column:COL takes each "
+           "row's language from the predictions column COL; auto picks each example's "
+           "segmenter from the script of its texts (no stemmer). Needs the 'multilingual' "
+           "extra.", kind=str,
            omit_default=True),
     Option("xlsum_rougelsum", False, "With --language: rougeLsum as XL-Sum's own code "
            "computes it (each line lower-cased, cleaned and stemmed but NOT segmented), to "
