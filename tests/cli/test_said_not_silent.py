@@ -202,3 +202,24 @@ def test_bleu_never_advises_the_tokenizer_in_use(tmp_path, tokenize, advice):
     warning = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert len(warning) == 1 and warning[0].endswith(advice), warning
     assert f"--bleu-tokenize {tokenize} " not in warning[0].split("(", 1)[1]
+
+
+def test_the_library_warns_too():
+    pytest.importorskip("jieba")
+    import warnings
+
+    from pipeline.scoring import Scorer
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Scorer(metrics=("rouge1",), language="zh").score_batch(["我们"], [["我们"]])
+        Scorer(metrics=("rouge1",), language="column:lang").score_batch(
+            ["a b", "c d", "e f"], [["a b"], ["c d"], ["e f"]],
+            columns={"lang": ["engish", "engish", "english"]})
+    messages = [str(w.message) for w in caught if type(w.message).__name__ ==
+                "UnnamedLanguageWarning"]
+    assert messages == [
+        "language 'zh' is not a named language: scored with the fallback tokenizer (did you "
+        "mean chinese?)",
+        "language 'engish' (column 'lang', 2 rows) is not a named language: scored with the "
+        "fallback tokenizer (did you mean english?)"]

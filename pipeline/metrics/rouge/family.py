@@ -96,6 +96,10 @@ class ZeroTokenWarning(DataWarning):
     """Non-empty texts produced no tokens (e.g. non-Latin text under ``rouge-score``)."""
 
 
+class UnnamedLanguageWarning(DataWarning):
+    """A language name without a segmenter or stemmer of its own: the fallback tokenizer."""
+
+
 class SentenceSplitWarning(DataWarning):
     """rougeLsum was asked for texts with several sentences on one line (it then equals rougeL)."""
 
@@ -368,10 +372,17 @@ def score_languages(predictions: Sequence[str | None],
         is asked); with ``column:COL``, ``unnamed_language:NAME`` counts the rows of each
         value that is not a named language (:func:`languages.unnamed_counts`).
 
+    Warns:
+        UnnamedLanguageWarning: ``language`` (or a ``column:COL`` value) is not a named
+            language, so it is scored with the fallback tokenizer (the CLI says it instead).
+        ZeroTokenWarning: non-empty texts without a token.
+
     Raises:
         ConfigError: a missing extra, or an empty per-row language.
 
     """
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
     n = len(predictions)
     column = languages.language_column(options.get("language"))
     row_languages = None if column is None else list((columns or {}).get(column, []))
@@ -381,6 +392,16 @@ def score_languages(predictions: Sequence[str | None],
     counts = {"zero_token_texts_language": 0}
     if column is not None and row_languages is not None:
         counts.update(languages.unnamed_counts(row_languages))
+        notes = [unnamed_language_note(k[len(languages.UNNAMED_PREFIX):],
+                                       where=f"(column {column!r}, {n} rows)")
+                 for k, n in counts.items() if k.startswith(languages.UNNAMED_PREFIX)]
+    elif row_languages is None:
+        notes = [unnamed_language_note(str(options["language"]))]
+    else:
+        notes = []
+    for note in notes:
+        if note:
+            warnings.warn(note, UnnamedLanguageWarning, stacklevel=3)
     n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
     texts = list(predictions) + [t for r in references for t in r]
     tokenizers = per_example + [tok for tok, k in zip(per_example, n_refs.tolist(), strict=True)
@@ -507,4 +528,5 @@ def combine_references(
 FAMILY = Rouge()
 
 __all__ = ["FAMILY", "MULTI_REFERENCE_RULES", "NAMES", "SENTENCE_SPLITS", "Rouge",
-           "SentenceSplitWarning", "ZeroTokenWarning", "combine_references", "fmeasure", "ratio"]
+           "SentenceSplitWarning", "UnnamedLanguageWarning", "ZeroTokenWarning",
+           "combine_references", "fmeasure", "ratio"]
