@@ -223,3 +223,16 @@ def test_the_library_warns_too():
         "mean chinese?)",
         "language 'engish' (column 'lang', 2 rows) is not a named language: scored with the "
         "fallback tokenizer (did you mean english?)"]
+
+
+def test_explain_says_it_under_the_settings():
+    pytest.importorskip("jieba")
+    args = ["explain", "--prediction", "我们是中国人", "--reference", "我们是人", "--metrics",
+            "rouge1", "--language"]
+    result = CliRunner().invoke(main, [*args, "chinse"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1] == (
+        "warning: language 'chinse' is not a named language: scored with the fallback "
+        "tokenizer (did you mean chinese?)")
+    named = CliRunner().invoke(main, [*args, "chinese"])
+    assert named.exit_code == 0 and "warning" not in named.output
