@@ -365,25 +365,15 @@ def loud_warnings(manifest: dict[str, Any]) -> list[str]:
 
 def language_warnings(config: Mapping[str, Any],
                       counts: Mapping[str, Any] | None = None) -> list[str]:
-    """``warning: ...`` lines for language names that fall back to XL-Sum's fallback tokenizer.
+    """``warning: ...`` lines for language names scored with XL-Sum's fallback tokenizer.
 
-    Any name is accepted (XL-Sum's behaviour), so a typo (``chinse``), a capital
-    (``Chinese``) or an ISO code (``zh``) changes the scores without an error: one line for
-    ``--language NAME`` (from the config, so it can be printed before scoring) and one per
-    distinct value of a ``column:COL`` language (``counts.unnamed_languages``).
+    See :func:`pipeline.metrics.rouge.languages.fallback_notes`: one line for
+    ``--language NAME`` (from the config alone, so it can be printed before scoring) and one
+    per distinct ``column:COL`` value (the manifest's ``counts.unnamed_languages``).
     """
-    from pipeline.metrics.rouge.languages import is_auto, language_column
-    from pipeline.tokenizers.multilingual import unnamed_language_note
+    from pipeline.metrics.rouge.languages import fallback_notes
 
-    language = config.get("language")
-    lines = []
-    if language and not is_auto(language) and language_column(language) is None:
-        lines.append(unnamed_language_note(str(language)))
-    column = language_column(language)
-    for name, n in ((counts or {}).get("unnamed_languages") or {}).items():
-        lines.append(unnamed_language_note(
-            name, where=f"(column {column!r}, {_n(n, 'row', 'rows')})"))
-    return [f"warning: {line}" for line in lines if line]
+    return [f"warning: {line}" for line in fallback_notes(config, counts)]
 
 
 def format_summary(manifest: dict[str, Any], aggregate: Any, *,

@@ -110,6 +110,13 @@ def test_each_unnamed_value_of_a_language_column_is_warned_with_its_rows(table, 
     assert "'english'" not in result.output and "'chinese'" not in result.output
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["counts"]["unnamed_languages"] == {"engish": 1}
+    # and in the report's warning boxes, at the top
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "r"), "--output",
+                                       str(tmp_path / "report.html")])
+    assert report.exit_code == 0, report.output
+    html = (tmp_path / "report.html").read_text()
+    assert "Languages scored with the fallback tokenizer" in html
+    assert "language &#x27;engish&#x27; (column &#x27;lang&#x27;, 1 row)" in html
 
 
 def test_a_null_language_names_its_ids(tmp_path):

@@ -179,6 +179,35 @@ def unnamed_counts(values: Sequence[str | None]) -> dict[str, int]:
     return out
 
 
+def fallback_notes(config: Mapping[str, Any],
+                   counts: Mapping[str, Any] | None = None) -> list[str]:
+    """Notes on language names scored with XL-Sum's fallback tokenizer (a typo, ``zh``...).
+
+    Any name is accepted (XL-Sum's behaviour), so a typo (``chinse``), a capital
+    (``Chinese``) or an ISO code (``zh``) changes the scores without an error.
+
+    Args:
+        config: a run's settings (its manifest's ``config``; ``language`` is read).
+        counts: its manifest's ``counts``; ``unnamed_languages`` maps each ``column:COL``
+            value that falls back to its rows.
+
+    Returns:
+        One line for ``--language NAME`` when NAME falls back, one per such column value
+        (:func:`pipeline.tokenizers.multilingual.unnamed_language_note`); empty otherwise.
+    """
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
+    language = config.get("language")
+    notes = []
+    if language and not is_auto(language) and language_column(language) is None:
+        notes.append(unnamed_language_note(str(language)))
+    column = language_column(language)
+    for name, n in ((counts or {}).get("unnamed_languages") or {}).items():
+        notes.append(unnamed_language_note(
+            name, where=f"(column {column!r}, {n} {'row' if n == 1 else 'rows'})"))
+    return [note for note in notes if note]
+
+
 def _batch(token_lists: Sequence[Sequence[list[str]]], vocab: dict[str, int],
            n_zero: int) -> TokenizedBatch:
     """Integer ids of texts given as lists of lines of tokens (ids shared through vocab)."""
@@ -245,6 +274,7 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
     return _batch(views, vocab, zero)
 
 
-__all__ = ["COLUMN_PREFIX", "check_options", "detected_languages", "has_letters", "is_auto",
+__all__ = ["COLUMN_PREFIX", "UNNAMED_PREFIX", "check_options", "detected_languages",
+           "fallback_notes", "has_letters", "is_auto",
            "language_column", "line_tokens", "sentences", "tokenized", "tokenizers_for",
            "unnamed_counts"]
