@@ -29,7 +29,13 @@ from pipeline.config_checks import (
 )
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
-from pipeline.scoring import ON_LONG_TEXT, ScoringSettings, Threshold, scoring_keys
+from pipeline.scoring import (
+    ON_LONG_TEXT,
+    ScoringSettings,
+    Threshold,
+    convert_scoring_value,
+    scoring_keys,
+)
 from pipeline.signature import Signature, build_signature
 
 ENGINES = ("auto", "ray", "local")
@@ -118,9 +124,9 @@ class ScoreConfig:
             counted, as with ``skip``).
         on_empty_references: examples whose reference list is null or empty, or holds a
             null reference: ``error`` or ``skip`` (left out and counted).
-        engine: ``auto`` (in-process for small inputs, else Ray; always Ray with an
-            address: see :func:`pipeline.engine.run.choose_engine`), ``ray`` (local
-            instance or a cluster) or ``local`` (in-process, no Ray).
+        engine: ``auto`` (in-process at any size; Ray with an address or when Ray is
+            already initialized: see :func:`pipeline.engine.run.choose_engine`), ``ray``
+            (local instance or a cluster) or ``local`` (in-process, no Ray).
         address: Ray cluster address; None means ``RAY_ADDRESS`` if set, else a local Ray.
         num_cpus: CPUs of a local Ray instance, or worker processes of the in-process
             engine (1: one task at a time), at most :data:`MAX_NUM_CPUS`; None means every
@@ -290,7 +296,8 @@ def load_config_file(path: str) -> dict[str, Any]:
 
     Raises:
         ConfigError: unreadable, too large or not UTF-8; invalid YAML, an alias or a key
-            given twice; not a mapping; an unknown key.
+            given twice; not a mapping; an unknown key or an invalid value (each value is
+            checked on its own here, combinations when the settings are built).
 
     """
     import yaml
@@ -340,6 +347,16 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: expected a mapping of settings at the top "
                           f"level, got {type(data).__name__}")
     _check_keys(data, where=f"config file {path}")
+    for key, value in data.items():  # each value on its own: the error names the file
+        if value is None:
+            continue
+        try:
+            if key in _RUN_KEYS:
+                _RUN_KEYS[key](key, value)
+            else:
+                convert_scoring_value(key, value)
+        except ConfigError as e:
+            raise ConfigError(f"config file {path}: {e.message}", hint=e.hint) from None
     return data
 
 

@@ -199,6 +199,19 @@ def zero_token_warnings(explanation: Explanation) -> list[str]:
     return out
 
 
+def _language_warnings(language: Any) -> list[str]:
+    """A ``warning: ...`` line when ``--language NAME`` falls back (not a named language)."""
+    if not isinstance(language, str) or not language:
+        return []
+    from pipeline.metrics.rouge.languages import is_auto, language_column
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
+    if is_auto(language) or language_column(language) is not None:
+        return []
+    note = unnamed_language_note(language)
+    return [f"warning: {note}"] if note else []
+
+
 def _tokens_line(label: str, t: Tokens, *, shown: bool = False) -> str:
     lines = sum(1 for a, b in t.sentences if b > a)
     extra = f", {_count(lines, 'sentence')}" if len(t.sentences) > 1 else ""
@@ -267,7 +280,8 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     """
     e = explanation
     sig = "|".join(f"{k}:{v}" for k, v in e.settings.get("signature", {}).items())
-    out = [f"settings: {sig}", *zero_token_warnings(explanation)]
+    out = [f"settings: {sig}", *_language_warnings(e.settings.get("language")),
+           *zero_token_warnings(explanation)]
     for name, (pred, refs) in e.views.items():
         out.append(f"tokens ({name})")
         out.append("  " + _tokens_line("prediction", pred, shown=name.startswith("xlsum")))

@@ -142,7 +142,8 @@ class ScoringSettings:
 
     Raises:
         ConfigError: an unknown metric or option value, a metric listed twice, a threshold
-            on a metric the run does not score (or twice on one measure).
+            on a metric the run does not score (or twice on one measure), an option no
+            requested metric reads (``stopwords`` without ROUGE-1.5.5).
 
     """
 
@@ -161,6 +162,7 @@ class ScoringSettings:
         object.__setattr__(self, "options", tuple((o.key, full[o.key])
                                                   for o in registry.options()))
         self.specs()  # unknown metric names, option values a family refuses
+        self._check_used()
         self.signature_fields()  # families that cannot share one signature
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be a whole number >= 1, not {self.max_tokens!r}")
@@ -173,6 +175,23 @@ class ScoringSettings:
             if t.column in seen:
                 raise ConfigError(f"threshold {t}: {t.metric}.{t.measure} has two thresholds")
             seen.add(t.column)
+
+    def _check_used(self) -> None:
+        """Refuse an option no requested metric reads (it would be silently ignored).
+
+        Raises:
+            ConfigError: ``stopwords`` other than ``none`` without a ROUGE-1.5.5 metric or
+                tokenizer ``rouge155`` (ROUGE-1.5.5's ``-s``, which nothing else has).
+        """
+        options = dict(self.options)
+        if options.get("stopwords", "none") != "none":
+            families = {registry.family_of(m).name for m in self.metrics}
+            if "rouge155" not in families and not (
+                    "rouge" in families and options.get("tokenizer") == "rouge155"):
+                raise ConfigError(
+                    f"stopwords {options['stopwords']!r} is ROUGE-1.5.5's -s: it needs "
+                    "tokenizer rouge155 or a ROUGE-1.5.5 metric (rougeWsum, rougeS4...)",
+                    hint="add --tokenizer rouge155, or drop --stopwords")
 
     @classmethod
     def from_values(cls, **values: Any) -> ScoringSettings:
@@ -198,21 +217,11 @@ class ScoringSettings:
         for key, value in values.items():
             if any(key == p.key for p in presets):
                 continue
-            if key == "metrics":
-                kw["metrics"] = as_names(key, value)
-            elif key == "max_tokens":
-                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                    raise ConfigError(f"max_tokens must be a whole number >= 1, not {value!r}")
-                kw["max_tokens"] = as_opt_int(key, value)
-            elif key in ("threshold", "thresholds"):
-                kw["thresholds"] = as_thresholds("threshold", value)
-            elif key == "on_long_text":
-                kw["on_long_text"] = as_choice(key, value, ON_LONG_TEXT)
-            elif key in declared:
-                options[key] = as_option(declared[key], value)
+            converted = convert_scoring_value(key, value)
+            if key in declared:
+                options[key] = converted
             else:
-                raise ConfigError(f"unknown scoring setting {key!r}",
-                                  hint=did_you_mean(key, scoring_keys()))
+                kw["thresholds" if key == "threshold" else key] = converted
         return cls(options=tuple(options.items()), **kw)
 
     @property
@@ -256,6 +265,38 @@ class ScoringSettings:
                 **{k: v for k, v in self.options if k not in omitted or v != omitted[k]},
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
+
+
+def convert_scoring_value(key: str, value: Any) -> Any:
+    """One scoring setting's value converted and checked on its own (no combinations).
+
+    Args:
+        key: a key of :func:`scoring_keys` (``thresholds`` stands for ``threshold``), or a
+            preset's key (its text checked as a string).
+        value: its YAML, flag or Python value.
+
+    Returns:
+        The value in its settings type (``threshold``: a tuple of :class:`Threshold`).
+
+    Raises:
+        ConfigError: an unknown key (with "did you mean") or an invalid value, named by key.
+    """
+    declared = {o.key: o for o in registry.options()}
+    if any(key == p.key for p in registry.presets()):
+        return as_str(key, value)
+    if key == "metrics":
+        return as_names(key, value)
+    if key == "max_tokens":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"max_tokens must be a whole number >= 1, not {value!r}")
+        return as_opt_int(key, value)
+    if key in ("threshold", "thresholds"):
+        return as_thresholds("threshold", value)
+    if key == "on_long_text":
+        return as_choice(key, value, ON_LONG_TEXT)
+    if key in declared:
+        return as_option(declared[key], value)
+    raise ConfigError(f"unknown scoring setting {key!r}", hint=did_you_mean(key, scoring_keys()))
 
 
 def scoring_keys() -> tuple[str, ...]:
@@ -417,4 +458,4 @@ METRICS = registry.names()
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "ON_LONG_TEXT", "SCORING_KEYS", "DataWarning",
            "ScoredBatch", "Scorer", "ScoringSettings", "Threshold", "as_thresholds",
-           "scoring_keys"]
+           "convert_scoring_value", "scoring_keys"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -196,9 +196,10 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
                   overwrite: bool, output_format: str, **flags: Any) -> None:
     """Score predictions against references into a run.
 
-    PREDICTIONS and --references are a Parquet file, a directory of shards or a glob (local
-    or a URI). Joins them by id, scores every example (in-process on every CPU, or on Ray
-    with --address: see --engine) and writes DIR/examples/part-*.parquet,
+    PREDICTIONS and --references are a Parquet, CSV or JSON Lines file (*.csv, *.jsonl,
+    *.ndjson, *.json), a directory of shards or a glob (local or a URI). Joins them by id,
+    scores every example (in-process on every CPU, or on Ray with --address: see --engine)
+    and writes DIR/examples/part-*.parquet,
     DIR/aggregate.parquet, DIR/manifest.json and DIR/_SUCCESS (last). Prints the means with
     their bootstrap intervals, per --group-by group.
 
@@ -214,6 +215,9 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         for line in preset_lines(flags):
             if line.startswith("note: "):
                 click.echo(line, err=True)
+        early = language_warnings(config.scoring.to_dict())  # before a long run, not after
+        for line in early:
+            click.echo(line, err=True)
         # Only the result goes to stdout: whatever prints during the run (Ray reports a
         # task's retry, with its traceback, on stdout) goes to stderr.
         with results_only_stdout():
@@ -228,7 +232,8 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
     if progress:
         progress.clear()
     for line in loud_warnings(run.manifest):  # where a user looks first, before the table
-        click.echo(line, err=True)
+        if line not in early:
+            click.echo(line, err=True)
     if output_format == "json":
         from pipeline.cli.compare import safe_json
 
@@ -353,8 +358,22 @@ def loud_warnings(manifest: dict[str, Any]) -> list[str]:
     from pipeline.metrics import registry
 
     counts, config = manifest.get("counts") or {}, manifest.get("config") or {}
-    return [f"warning: {note.text(counts[note.key], config)}" for note in registry.data_notes()
-            if note.loud and counts.get(note.key)]
+    return [*language_warnings(config, counts),
+            *(f"warning: {note.text(counts[note.key], config)}"
+              for note in registry.data_notes() if note.loud and counts.get(note.key))]
+
+
+def language_warnings(config: Mapping[str, Any],
+                      counts: Mapping[str, Any] | None = None) -> list[str]:
+    """``warning: ...`` lines for language names scored with XL-Sum's fallback tokenizer.
+
+    See :func:`pipeline.metrics.rouge.languages.fallback_notes`: one line for
+    ``--language NAME`` (from the config alone, so it can be printed before scoring) and one
+    per distinct ``column:COL`` value (the manifest's ``counts.unnamed_languages``).
+    """
+    from pipeline.metrics.rouge.languages import fallback_notes
+
+    return [f"warning: {line}" for line in fallback_notes(config, counts)]
 
 
 def format_summary(manifest: dict[str, Any], aggregate: Any, *,
@@ -418,7 +437,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
              "means of each metric's primary measure (" + ", ".join(
                  f"{s.name}: {s.primary}" for s in specs) + ")")
     if corpus_rows:
-        shown += "; corpus scores from summed statistics where marked"
+        shown += ", and corpus scores from summed statistics where marked (corpus),"
     counts = manifest["counts"]
     engine = manifest["engine"]
     if engine["engine"] == "local":
@@ -429,9 +448,9 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
                  else "local Ray") + f", {engine.get('num_cpus', 0)} CPU" + (
                      "" if engine.get("num_cpus") == 1 else "s")
     seconds = manifest["seconds"]["total"]
-    interval = (f"{config['confidence']:.0%} percentile bootstrap interval "
+    interval = (f"with a {config['confidence']:.0%} percentile bootstrap interval "
                 f"({config['bootstrap']} resamples, seed {config['seed']})"
-                if config["bootstrap"] else "no interval (--bootstrap 0)")
+                if config["bootstrap"] else "without an interval (--bootstrap 0)")
     out = [
         f"scored {counts['examples_scored']:,} "
         f"{'example' if counts['examples_scored'] == 1 else 'examples'} in {seconds:.1f} s "
@@ -443,7 +462,7 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
     table_at = len(out)  # the table goes here, already fitted to the width
     out += [
         "",
-        f"{shown} with a {interval}; every measure is in aggregate.parquet",
+        f"{shown} {interval}; every measure is in aggregate.parquet",
     ]
     out += [f"{m}: {a.breakdown_text}"  # the corpus score's parts, as sacrebleu prints them
             for m, a in metric_aggregates(aggregate, specs).items() if a.breakdown_text]

@@ -103,7 +103,21 @@ def score_on_engine(plan: Plan, config: ScoreConfig, output: OutputDir, *, run_i
                   counts=_counts(plan, ran, parts))
 
 
+def _unnamed_languages(ran: Execution) -> dict[str, int]:
+    """Rows per ``column:COL`` language that is not a named language, summed over parts."""
+    from pipeline.metrics.rouge.languages import UNNAMED_PREFIX
+
+    out: dict[str, int] = {}
+    for part in ran.parts:
+        for key, n in part.counts.items():
+            if key.startswith(UNNAMED_PREFIX):
+                name = key[len(UNNAMED_PREFIX):]
+                out[name] = out.get(name, 0) + n
+    return dict(sorted(out.items()))
+
+
 def _counts(plan: Plan, ran: Execution, parts: list[PartitionResult]) -> dict[str, Any]:
+    unnamed = _unnamed_languages(ran)
     return {
         "prediction_rows": plan.prediction_rows,
         "reference_rows": plan.reference_rows,
@@ -117,6 +131,8 @@ def _counts(plan: Plan, ran: Execution, parts: list[PartitionResult]) -> dict[st
         **{note.key: total for note in data_notes()
            if (total := sum(p.counts.get(note.key, 0) for p in ran.parts))
            or not note.omit_zero},
+        # only when there are some: earlier runs' manifests stay byte for byte
+        **({"unnamed_languages": unnamed} if unnamed else {}),
         "n_references": ran.n_references,
         "partitions": plan.n_partitions,
         "prediction_units": len(plan.prediction_units),

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
-from pipeline.errors import InputError
+from pipeline.errors import ConfigError, InputError
 from pipeline.io.exchange import SLICE_ROWS, Exchange, PiecesWriter, exchange_name, read_piece
 from pipeline.io.files import locate
 from pipeline.io.partition import partition_of, split_by_partition
@@ -576,6 +576,32 @@ class ScoredRows:
     long: Problems
 
 
+def _check_language_column(spec: InputSpec, settings: ScoringSettings,
+                           preds: pa.Table) -> None:
+    """Refuse empty or null ``--language column:COL`` values, naming the first few ids.
+
+    Raises:
+        ConfigError: a row whose language is null, empty or only white space.
+    """
+    from pipeline.metrics.rouge.languages import language_column
+
+    column = language_column(dict(settings.options).get("language"))
+    if not column or column not in preds.column_names:
+        return
+    values = preds.column(column)
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return  # the family names a column of the wrong type
+    empty = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(values), ""), True)
+    n_empty = pc.sum(empty).as_py() or 0
+    if n_empty:
+        ids = preds.column(spec.id_column).filter(empty)[:SAMPLE_IDS].to_pylist()
+        more = ", ..." if n_empty > len(ids) else ""
+        raise ConfigError(f"predictions: column {column!r} has an empty or null language in "
+                          f"{n_empty} {'row' if n_empty == 1 else 'rows'} (ids: "
+                          f"{', '.join(repr(i) for i in ids)}{more})",
+                          hint="give every row a language name")
+
+
 def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> ScoredRows:
     """Score joined examples in batches of :data:`SCORE_BATCH_ROWS` (none written).
 
@@ -589,6 +615,7 @@ def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> Sc
     """
     preds = joined.predictions
     n = preds.num_rows
+    _check_language_column(spec, settings, preds)
     scorer = _scorer(settings)
     texts = preds.column(spec.prediction_column).combine_chunks()
     scored: list[pa.Table] = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -378,16 +379,38 @@ def sentence_bleu_scores(predictions: Sequence[str | None],
                                 effective_order=True)
 
 
+@dataclass(frozen=True)
+class _UnsegmentedNote(DataNote):
+    """The unsegmented-text note, its advice leaving out the tokenizer in use."""
+
+    def text(self, n: int, config: Mapping[str, Any]) -> str:
+        """The note for ``n`` texts, advising only tokenizers other than ``bleu_tokenize``."""
+        return super().text(n, {**config, "advice": unsegmented_advice(
+            str(config.get("bleu_tokenize", "")))})
+
+
+def unsegmented_advice(tokenize: str) -> str:
+    """The tokenizers to advise for texts that BLEU tokenizer ``tokenize`` leaves unsplit.
+
+    ``zh`` splits Han (so the texts left are kana, Thai...), ``ja-mecab`` segments Japanese
+    (Han and kana): neither is advised when it is the one in use.
+    """
+    if tokenize == "zh":
+        return "--bleu-tokenize ja-mecab for Japanese, char for the others"
+    if tokenize == "ja-mecab":
+        return "--bleu-tokenize char for them"
+    return "--bleu-tokenize zh for Chinese, ja-mecab for Japanese, char for the others"
+
+
 NOTES = (
-    DataNote("bleu_unsegmented_texts", "{n} texts are in a script written without spaces "
-             "(Chinese, Japanese, Thai...) that BLEU tokenizer {bleu_tokenize} does not split: "
-             "each run of it is one word, so BLEU is near 0 (--bleu-tokenize zh for Chinese, "
-             "ja-mecab for Japanese, char for the others)",
-             "{n} text is in a script written without spaces (Chinese, Japanese, Thai...) "
-             "that BLEU tokenizer {bleu_tokenize} does not split: each run of it is one word, "
-             "so BLEU is near 0 (--bleu-tokenize zh for Chinese, ja-mecab for Japanese, char for "
-             "the others)",
-             loud=True, omit_zero=True),
+    _UnsegmentedNote("bleu_unsegmented_texts", "{n} texts are in a script written without "
+                     "spaces (Chinese, Japanese, Thai...) that BLEU tokenizer {bleu_tokenize} "
+                     "does not split: each run of it is one word, so BLEU is near 0 "
+                     "({advice})",
+                     "{n} text is in a script written without spaces (Chinese, Japanese, "
+                     "Thai...) that BLEU tokenizer {bleu_tokenize} does not split: each run of "
+                     "it is one word, so BLEU is near 0 ({advice})",
+                     loud=True, omit_zero=True),
 )
 
 

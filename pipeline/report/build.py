@@ -64,17 +64,26 @@ def _warnings_section(run: Any) -> list[str]:
 
     E.g. non-Latin texts with no ROUGE token, Chinese under BLEU's ``13a``: their scores are
     0 for a reason that is not the texts' quality, said where a reader looks first (as
-    ``overlap score`` prints them first). Empty when the run has none.
+    ``overlap score`` prints them first); language names scored with the fallback tokenizer
+    (a typo of a language) in a box of their own. Empty when the run has none.
     """
     m = run.manifest
     counts, config = m.get("counts") or {}, m.get("config") or {}
+    from pipeline.metrics.rouge.languages import fallback_notes
+
     loud = [note.text(counts[note.key], config) for note in data_notes()
             if note.loud and counts.get(note.key)]
-    if not loud:
-        return []
-    return ['<div class="verdict alarm"><strong>Scores of 0 that say nothing about the '
-            "texts</strong><ul>" + "".join(f"<li>{esc(n)}</li>" for n in loud)
-            + "</ul></div>"]
+    out = []
+    if loud:
+        out.append('<div class="verdict alarm"><strong>Scores of 0 that say nothing about '
+                   "the texts</strong><ul>" + "".join(f"<li>{esc(n)}</li>" for n in loud)
+                   + "</ul></div>")
+    fallback = fallback_notes(config, counts)
+    if fallback:
+        out.append('<div class="verdict alarm"><strong>Languages scored with the fallback '
+                   "tokenizer</strong><ul>" + "".join(f"<li>{esc(n)}</li>" for n in fallback)
+                   + "</ul></div>")
+    return out
 
 
 def _run_section(run: Any, agg: pd.DataFrame,

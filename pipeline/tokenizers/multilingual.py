@@ -90,6 +90,57 @@ def check_language(name: str) -> str:
     return canonical_language(name)
 
 
+# ISO 639-1 codes of the named languages: a code is not a name (it gets the fallback),
+# so the note on it names the language meant.
+ISO_CODES = {"ar": "arabic", "bn": "bengali", "da": "danish", "de": "german", "en": "english",
+             "es": "spanish", "fi": "finnish", "fr": "french", "hi": "hindi", "hu": "hungarian",
+             "it": "italian", "ja": "japanese", "my": "burmese", "nb": "norwegian",
+             "nl": "dutch", "no": "norwegian", "pt": "portuguese", "ro": "romanian",
+             "ru": "russian", "sv": "swedish", "th": "thai", "tr": "turkish", "zh": "chinese"}
+
+
+def is_named_language(name: str) -> bool:
+    """Whether a name has its own segmenter or stemmer (an alias counts), not the fallback."""
+    return canonical_language(name) in {*SEGMENTERS, *STEMMER_NAMES}
+
+
+def unnamed_language_note(name: str, *, where: str = "") -> str | None:
+    """The note for a language name that falls back, or None for a named language.
+
+    Any name is accepted (XL-Sum's behaviour: an unknown name uses the fallback tokenizer
+    and no stemmer), so a typo changes the scores silently; the note says so and suggests
+    the name meant: the same name in lower case, the language of an ISO 639-1 code, or
+    :func:`difflib.get_close_matches` over the names and aliases (ratio at least 0.8).
+
+    Args:
+        name: a language name as given (flag, config key or a ``column:COL`` value).
+        where: words after the name, e.g. ``(column 'lang', 3 rows)``.
+
+    Returns:
+        One line, e.g. ``language 'chinse' is not a named language: scored with the fallback
+        tokenizer (did you mean chinese?)``, or None.
+    """
+    import difflib
+
+    if not name or is_named_language(name):
+        return None
+    lower = name.strip().lower()
+    names = sorted({*SEGMENTERS, *STEMMER_NAMES, *ALIASES} - {"porter"})
+    if lower in names:
+        meant = lower
+    elif lower in ISO_CODES:
+        meant = ISO_CODES[lower]
+    else:
+        # 0.8: typos (chinse 0.92, russain 0.86, hindu 0.8), not other languages that use
+        # the fallback on purpose (croatian ~ romanian 0.75, persian ~ russian 0.71)
+        close = difflib.get_close_matches(lower, names, n=1, cutoff=0.8)
+        meant = close[0] if close else ""
+    hint = f" (did you mean {meant}?)" if meant else ""
+    where = f" {where}" if where else ""
+    return (f"language {name!r}{where} is not a named language: scored with the fallback "
+            f"tokenizer{hint}")
+
+
 def _missing(module: str, language: str) -> MissingExtraError:
     """The one-line error for a language whose extra is not installed (exit 2)."""
     return MissingExtraError(f"language {language!r} needs the {EXTRA!r} extra ({module} is not "
@@ -797,6 +848,7 @@ def signature_versions(language: str | None, *, stem: bool,
 __all__ = ["ALIASES", "AUTO", "AUTO_FALLBACK", "AUTO_LANGUAGES", "EXTRA",
            "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "SNOWBALL_LANGUAGES",
            "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem", "burmese_syllables",
-           "canonical_language", "check_installed", "check_language", "clean_words",
+           "canonical_language", "check_installed", "check_language", "is_named_language",
+           "unnamed_language_note", "clean_words",
            "clear_caches", "detect_language", "get_language_tokenizer", "hindi_stem",
            "package_version", "required_modules", "signature_versions", "snowball_stopwords"]

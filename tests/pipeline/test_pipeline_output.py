@@ -146,7 +146,7 @@ def test_config_file_and_flags(tmp_path):
     assert manifest["config"]["metrics"] == ["rougeL"]
     assert manifest["config"]["seed"] == 3
     assert manifest["config"]["threshold"] == ["rougeL.fmeasure=0.25"]
-    assert "no interval" in out
+    assert "fmeasure means without an interval (--bootstrap 0);" in " ".join(out.split())
 
 
 def test_signature_command():

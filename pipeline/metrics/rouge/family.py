@@ -68,9 +68,10 @@ OPTIONS = (
     Option("language", None, "Tokenize ROUGE texts as XL-Sum's multilingual ROUGE does for "
            "this language (multilingual-rouge 0.0.1): chinese, japanese, thai, burmese "
            "(segmenters), hindi, bengali, turkish and NLTK's Snowball languages (stemmers), "
-           "or any other name (the fallback tokenizer); column:COL takes each row's language "
-           "from the predictions column COL; auto picks each example's segmenter from the "
-           "script of its texts (no stemmer). Needs the 'multilingual' extra.", kind=str,
+           "or any other name (the fallback tokenizer, with a warning); column:COL takes each "
+           "row's language from the predictions column COL; auto picks each example's "
+           "segmenter from the script of its texts (no stemmer). Needs the 'multilingual' "
+           "extra.", kind=str,
            omit_default=True),
     Option("xlsum_rougelsum", False, "With --language: rougeLsum as XL-Sum's own code "
            "computes it (each line lower-cased, cleaned and stemmed but NOT segmented), to "
@@ -93,6 +94,10 @@ OPTIONS = (
 
 class ZeroTokenWarning(DataWarning):
     """Non-empty texts produced no tokens (e.g. non-Latin text under ``rouge-score``)."""
+
+
+class UnnamedLanguageWarning(DataWarning):
+    """A language name without a segmenter or stemmer of its own: the fallback tokenizer."""
 
 
 class SentenceSplitWarning(DataWarning):
@@ -365,18 +370,39 @@ def score_languages(predictions: Sequence[str | None],
     Returns:
         As :meth:`Rouge.score`; ``zero_token_texts`` counts texts with visible characters
         and no token (in the whole-text view, or in the rougeLsum view when only rougeLsum
-        is asked).
+        is asked); with ``column:COL``, ``unnamed_language:NAME`` counts the rows of each
+        value that is not a named language (:func:`languages.unnamed_counts`).
+
+    Warns:
+        UnnamedLanguageWarning: ``language`` (or a ``column:COL`` value) is not a named
+            language, so it is scored with the fallback tokenizer (the CLI says it instead).
+        ZeroTokenWarning: non-empty texts without a token.
 
     Raises:
         ConfigError: a missing extra, or an empty per-row language.
 
     """
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
     n = len(predictions)
     column = languages.language_column(options.get("language"))
     row_languages = None if column is None else list((columns or {}).get(column, []))
     if languages.is_auto(options.get("language")):
         row_languages = languages.detected_languages(predictions, references)
     per_example = languages.tokenizers_for(options, n, row_languages)
+    counts = {"zero_token_texts_language": 0}
+    if column is not None and row_languages is not None:
+        counts.update(languages.unnamed_counts(row_languages))
+        notes = [unnamed_language_note(k[len(languages.UNNAMED_PREFIX):],
+                                       where=f"(column {column!r}, {n} rows)")
+                 for k, n in counts.items() if k.startswith(languages.UNNAMED_PREFIX)]
+    elif row_languages is None:
+        notes = [unnamed_language_note(str(options["language"]))]
+    else:
+        notes = []
+    for note in notes:
+        if note:
+            warnings.warn(note, UnnamedLanguageWarning, stacklevel=3)
     n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
     texts = list(predictions) + [t for r in references for t in r]
     tokenizers = per_example + [tok for tok, k in zip(per_example, n_refs.tolist(), strict=True)
@@ -416,7 +442,8 @@ def score_languages(predictions: Sequence[str | None],
     for k, m in enumerate(metrics):
         for x in (*MEASURES, *(s for s, _ in STATISTICS), "reference_index"):
             out[f"{m}_{x}"] = combined[x][:, k]
-    return FamilyScores(out, truncated, {"zero_token_texts_language": zero})
+    counts["zero_token_texts_language"] = zero
+    return FamilyScores(out, truncated, counts)
 
 
 def _large_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -508,4 +535,5 @@ def combine_references(
 FAMILY = Rouge()
 
 __all__ = ["FAMILY", "MULTI_REFERENCE_RULES", "NAMES", "SENTENCE_SPLITS", "Rouge",
-           "SentenceSplitWarning", "ZeroTokenWarning", "combine_references", "fmeasure", "ratio"]
+           "SentenceSplitWarning", "UnnamedLanguageWarning", "ZeroTokenWarning",
+           "combine_references", "fmeasure", "ratio"]

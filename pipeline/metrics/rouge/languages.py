@@ -30,10 +30,13 @@ from pipeline.tokenizers.multilingual import (
     check_language,
     detect_language,
     get_language_tokenizer,
+    is_named_language,
 )
 from pipeline.tokenizers.rouge_score import TokenizedBatch
 
 COLUMN_PREFIX = "column:"
+# FamilyScores.counts key prefix: rows whose column:COL language is not a named language
+UNNAMED_PREFIX = "unnamed_language:"
 # sentence_split="punctuation": as the family's (a break after . ! ? and white space)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -69,9 +72,10 @@ def check_options(options: Mapping[str, Any]) -> None:
     """Refuse combinations ``--language`` does not have; check the extra is installed.
 
     Raises:
-        ConfigError: ``stemmer language`` without a language or with ``auto``; a language
-            with another tokenizer, the Porter stemmer or case kept; an empty column name; a
-            missing ``multilingual`` extra.
+        ConfigError: ``stemmer language``, ``xlsum_rougelsum`` or a ``japanese_dictionary``
+            other than the default without a language; ``stemmer language`` with ``auto``;
+            a language with another tokenizer, the Porter stemmer or case kept; an empty
+            column name; a missing ``multilingual`` extra.
     """
     from pipeline.tokenizers.multilingual import check_installed
 
@@ -82,6 +86,8 @@ def check_options(options: Mapping[str, Any]) -> None:
                               hint="e.g. --language russian --stemmer language")
         if options.get("xlsum_rougelsum"):
             raise ConfigError("xlsum_rougelsum needs --language (config key language)")
+        if options.get("japanese_dictionary", "unidic-lite") != "unidic-lite":
+            raise ConfigError("japanese_dictionary needs --language (config key language)")
         return
     if options.get("tokenizer", "rouge-score") != "rouge-score":
         raise ConfigError(f"--language sets the ROUGE tokenizer; it cannot be combined with "
@@ -147,6 +153,59 @@ def tokenizers_for(options: Mapping[str, Any], n: int,
                                                         japanese_dictionary=dictionary)
         out.append(tok)
     return out
+
+
+def unnamed_counts(values: Sequence[str | None]) -> dict[str, int]:
+    """Rows per distinct language value that is not a named language (the fallback is used).
+
+    Args:
+        values: each row's language (a ``column:COL`` column); empty values are not counted.
+
+    Returns:
+        ``{"unnamed_language:NAME": rows}`` for each such NAME (summed over partitions like
+        every count, then gathered under the manifest's ``counts.unnamed_languages``).
+    """
+    out: dict[str, int] = {}
+    named: dict[str, bool] = {}
+    for value in values:
+        if not value:
+            continue
+        ok = named.get(value)
+        if ok is None:
+            ok = named[value] = is_named_language(value)
+        if not ok:
+            key = UNNAMED_PREFIX + value
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def fallback_notes(config: Mapping[str, Any],
+                   counts: Mapping[str, Any] | None = None) -> list[str]:
+    """Notes on language names scored with XL-Sum's fallback tokenizer (a typo, ``zh``...).
+
+    Any name is accepted (XL-Sum's behaviour), so a typo (``chinse``), a capital
+    (``Chinese``) or an ISO code (``zh``) changes the scores without an error.
+
+    Args:
+        config: a run's settings (its manifest's ``config``; ``language`` is read).
+        counts: its manifest's ``counts``; ``unnamed_languages`` maps each ``column:COL``
+            value that falls back to its rows.
+
+    Returns:
+        One line for ``--language NAME`` when NAME falls back, one per such column value
+        (:func:`pipeline.tokenizers.multilingual.unnamed_language_note`); empty otherwise.
+    """
+    from pipeline.tokenizers.multilingual import unnamed_language_note
+
+    language = config.get("language")
+    notes = []
+    if language and not is_auto(language) and language_column(language) is None:
+        notes.append(unnamed_language_note(str(language)))
+    column = language_column(language)
+    for name, n in ((counts or {}).get("unnamed_languages") or {}).items():
+        notes.append(unnamed_language_note(
+            name, where=f"(column {column!r}, {n} {'row' if n == 1 else 'rows'})"))
+    return [note for note in notes if note]
 
 
 def _batch(token_lists: Sequence[Sequence[list[str]]], vocab: dict[str, int],
@@ -215,5 +274,7 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
     return _batch(views, vocab, zero)
 
 
-__all__ = ["COLUMN_PREFIX", "check_options", "detected_languages", "has_letters", "is_auto",
-           "language_column", "line_tokens", "sentences", "tokenized", "tokenizers_for"]
+__all__ = ["COLUMN_PREFIX", "UNNAMED_PREFIX", "check_options", "detected_languages",
+           "fallback_notes", "has_letters", "is_auto",
+           "language_column", "line_tokens", "sentences", "tokenized", "tokenizers_for",
+           "unnamed_counts"]

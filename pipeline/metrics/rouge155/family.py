@@ -541,6 +541,10 @@ def _require_rouge155(metric: str, options: Mapping[str, Any]) -> Rouge155Option
     also asks for ROUGE metrics under another tokenizer is refused when its signature is
     built (the two would write different ``tok`` fields).
     """
+    if options.get("tokenizer", "rouge155") not in ("rouge-score", "rouge155"):
+        raise ConfigError(f"{metric} is ROUGE-1.5.5's and always tokenizes as the script "
+                          f"does (tok:rouge155): it cannot take tokenizer "
+                          f"{options['tokenizer']!r}", hint="drop --tokenizer")
     if options.get("case_sensitive"):
         raise ConfigError("tokenizer rouge155 lowercases like the script: case_sensitive "
                           "must be false")
