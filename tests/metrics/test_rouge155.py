@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline import compiled
 from pipeline.errors import ConfigError
 from pipeline.metrics.rouge155.family import (
     FAMILY,
@@ -20,8 +21,8 @@ from pipeline.metrics.rouge155.family import (
     parse_rouge155_flags,
     score_rouge155,
 )
-from pipeline.metrics.rouge155.skipgram import skip_bigram_count, skip_bigram_pairs
-from pipeline.metrics.rouge155.wlcs import summary_lcs_pairs, wlcs_mark
+from pipeline.metrics.rouge155.skipgram import skip_bigram_count
+from pipeline.metrics.rouge155.wlcs import wlcs_mark
 from pipeline.tokenizers.rouge155 import (
     TextOptions,
     exceptions,
@@ -278,6 +279,8 @@ small_texts = st.lists(st.integers(0, 4), max_size=12)
 def test_skip_bigram_counts_equal_brute_force(pred, ref, gap, unigrams):
     tokens = np.array(pred + ref, dtype=np.int32)
     offsets = np.array([0, len(pred), len(pred) + len(ref)], dtype=np.int64)
+    # the compiled build, as the scorer calls it (the JIT build would compile it first)
+    skip_bigram_pairs = compiled.kernel("skip_bigram_pairs")
     got = skip_bigram_pairs(tokens, offsets, np.array([0]), np.array([1]), gap, unigrams, 5)
     p, r = _brute_skip(pred, gap, unigrams), _brute_skip(ref, gap, unigrams)
     assert got[0].tolist() == [sum((p & r).values()), sum(p.values()), sum(r.values())]
@@ -312,6 +315,7 @@ def test_wlcs_marks_a_common_subsequence_of_lin_weight(a, b):
     # one sentence each, so no marked token is clipped: the hit is the sum of f(run) over
     # runs of consecutive marked reference positions (the script's counting)
     offs = np.array([0, len(a), len(a) + len(b)], dtype=np.int64)
+    summary_lcs_pairs = compiled.kernel("summary_lcs_pairs")  # the scorer's (compiled) build
     out = summary_lcs_pairs(tokens, offs, np.array([0, 1, 2]), tokens, offs,
                             np.array([1]), np.array([0]), True, pw, 3)
     runs = [len(list(g)) for m, g in itertools.groupby(mark) if m]
