@@ -300,6 +300,7 @@ def _lcs_length(a, b):
 tiny_texts = st.lists(st.integers(0, 2), min_size=1, max_size=6)
 
 
+@pytest.mark.slow  # wlcs_mark is JIT only: numba compiles it and its helpers first, 4-6 CPU-s
 @settings(max_examples=100, deadline=None)
 @given(tiny_texts, tiny_texts)
 def test_wlcs_marks_a_common_subsequence_of_lin_weight(a, b):
@@ -321,6 +322,24 @@ def test_wlcs_marks_a_common_subsequence_of_lin_weight(a, b):
     runs = [len(list(g)) for m, g in itertools.groupby(mark) if m]
     assert out[0, 0] == pytest.approx(sum(r ** weight for r in runs))
     assert len(marked) <= out[0, 0] + 1e-9 and out[0, 0] <= len(marked) ** weight + 1e-9
+    assert out[0, 1] == pytest.approx(len(a) ** weight)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tiny_texts, tiny_texts)
+def test_compiled_wlcs_hit_is_the_scripts_table_and_backtrack(a, b):
+    """The fast tier's twin of the test above, through the compiled build only: one sentence
+    each, the hit is the sum of f(run) over the runs of the script's marked positions
+    (``_wlcs_marks_python``, below), and the reference's weight f(len(a))."""
+    weight = 1.2
+    tokens = np.array(a + b, dtype=np.int32)
+    pw = np.array([float(k) ** weight for k in range(len(tokens) + 2)])
+    offs = np.array([0, len(a), len(a) + len(b)], dtype=np.int64)
+    out = compiled.kernel("summary_lcs_pairs")(tokens, offs, np.array([0, 1, 2]), tokens, offs,
+                                               np.array([1]), np.array([0]), True, pw, 3)
+    marks = _wlcs_marks_python(a, b, weight)
+    runs = [len(list(g)) for m, g in itertools.groupby(i in marks for i in range(len(a))) if m]
+    assert out[0, 0] == pytest.approx(sum(r ** weight for r in runs))
     assert out[0, 1] == pytest.approx(len(a) ** weight)
 
 
