@@ -45,29 +45,28 @@ MEASURES = ("precision", "recall", "fmeasure")
 TOKEN = Path.home() / ".ray" / "auth_token"
 
 
-def _cli_run(tmp_path_factory, engine: str) -> tuple[Path, str, str]:
-    """The CLI run: default settings, grouped by system, 4 partitions, on ``engine``."""
+def _cli_run(tmp_path_factory, engine: str, *options: str) -> tuple[Path, str, str]:
+    """The CLI run: default settings, grouped by system, 4 partitions."""
     out = tmp_path_factory.mktemp(engine) / "realsumm"
     cfg = out.parent / "four-partitions.yaml"
     cfg.write_text("partition_rows: 700\n")
     result = CliRunner().invoke(main, ["score", PREDS, "--references", REFS, "--output",
                                        str(out), "--group-by", "system", "--config", str(cfg),
-                                       "--threshold", "rougeL.fmeasure=0.3",
-                                       "--engine", engine])
+                                       "--threshold", "rougeL.fmeasure=0.3", *options])
     assert result.exit_code == 0, result.stderr
     return out, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")
 def ray_run(local_ray, tmp_path_factory) -> tuple[Path, str, str]:
-    """The CLI run on Ray."""
+    """The CLI run on Ray (the default engine, with the session's Ray initialized)."""
     return _cli_run(tmp_path_factory, "ray")
 
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory) -> tuple[Path, str, str]:
     """The same CLI run in-process."""
-    return _cli_run(tmp_path_factory, "local")
+    return _cli_run(tmp_path_factory, "local", "--engine", "local")
 
 
 @pytest.fixture(scope="module", params=["local", pytest.param("ray", marks=pytest.mark.slow)])
@@ -147,9 +146,9 @@ def test_outputs_read_back_with_pandas_and_duckdb_with_documented_types(any_run)
     assert str(frame.passed_rougeL_fmeasure.dtype) == "bool"
 
 
-def test_stdout_summary_and_manifest(any_run):
+def test_stdout_summary_and_manifest(any_run, request):
     out, stdout, stderr = any_run
-    engine = json.loads((out / "manifest.json").read_text())["engine"]["requested"]
+    engine = request.node.callspec.params["any_run"]
     assert stderr == ""
     if engine == "ray":
         assert "local Ray" in stdout or "existing" in stdout or "Ray cluster" in stdout
@@ -264,7 +263,7 @@ def test_aggregate_from_per_file_sums_on_workers_equals_one_aggregate_of_all_row
     files = [locate(str(p)) for p in paths]
     cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rougeL", "fmeasure", 0.3),))
     on_ray = json.loads((out / "manifest.json").read_text())["engine"]["engine"] == "ray"
-    runner = RayRunner() if on_ray else LocalRunner()  # Ray: the session's instance
+    runner = RayRunner() if on_ray else LocalRunner()  # Ray: reuses the session's instance
     try:
         merged = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
     finally:
