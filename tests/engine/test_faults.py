@@ -115,6 +115,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_results_equal_a_clean_run(
     assert_same_results(tmp_path / "run", clean_run)
 
 
+@pytest.mark.slow
 def test_a_transient_error_is_retried(local_ray, clean_run, tmp_path, monkeypatch):
     log = tmp_path / "attempts"
     _faults(monkeypatch, partition=2, action="transient", log=str(log))
@@ -123,12 +124,33 @@ def test_a_transient_error_is_retried(local_ray, clean_run, tmp_path, monkeypatc
     assert_same_results(tmp_path / "run", clean_run)
 
 
+def test_ray_retries_the_transient_errors_only():
+    """What Ray is told to retry (the slow tier's Ray runs check that it does): the
+    injected transient failure's class and raw I/O errors, never an input or config error."""
+    from pipeline.engine.ray_runner import TRANSIENT_ERRORS
+
+    assert issubclass(ExecutionError, TRANSIENT_ERRORS)
+    assert issubclass(OSError, TRANSIENT_ERRORS)
+    assert not issubclass(InputError, TRANSIENT_ERRORS)
+    assert not issubclass(ConfigError, TRANSIENT_ERRORS)
+
+
+@pytest.mark.slow
 def test_an_input_error_on_a_worker_fails_once_clearly(local_ray, tmp_path, monkeypatch):
+    _an_input_error_fails_once_clearly(tmp_path, monkeypatch, ScoreConfig(**SETTINGS))
+
+
+def test_an_input_error_in_process_fails_once_clearly(tmp_path, monkeypatch):
+    """The same on the in-process engine (the fast tier's twin of the Ray test above)."""
+    _an_input_error_fails_once_clearly(tmp_path, monkeypatch,
+                                       ScoreConfig(engine="local", **SETTINGS))
+
+
+def _an_input_error_fails_once_clearly(tmp_path, monkeypatch, config: ScoreConfig) -> None:
     log = tmp_path / "attempts"
     _faults(monkeypatch, partition=0, action="input", log=str(log))
     with pytest.raises(InputError, match=r"^injected input error in partition 0$"):
-        score(PREDS, references=REFS, output=str(tmp_path / "run"),
-              config=ScoreConfig(**SETTINGS))
+        score(PREDS, references=REFS, output=str(tmp_path / "run"), config=config)
     assert len(log.read_text().split()) == 1  # never retried
     assert sorted(p.name for p in tmp_path.iterdir()) == ["attempts"]  # nothing kept
 

@@ -197,6 +197,7 @@ def test_an_inline_run_compares_with_a_joined_run_of_the_same_examples(tmp_path,
     assert doc["rows"] and all(row["delta"] == 0 for row in doc["rows"])
 
 
+@pytest.mark.forks
 def test_the_scorer_is_built_before_the_workers_fork(tmp_path):
     # Forked workers inherit the driver's scorer (its modules imported, kernels loaded)
     # instead of each building one: at 5,000 rows that was about a third of the run's CPU.

@@ -4,6 +4,10 @@ Ray starts once for the session (``local_ray`` in conftest.py), on the loopback 
 127.0.0.2, and every in-process run reuses it; one test runs the README's command as a
 subprocess, which starts (and stops) its own instance. Only processes started here are
 stopped.
+
+Every check that does not depend on the engine runs twice: on the in-process engine (the
+fast tier) and on Ray (the slow tier, where Ray's start-up costs its time); the tests only
+Ray can answer are slow.
 """
 
 from __future__ import annotations
@@ -41,26 +45,44 @@ MEASURES = ("precision", "recall", "fmeasure")
 TOKEN = Path.home() / ".ray" / "auth_token"
 
 
-@pytest.fixture(scope="module")
-def ray_run(local_ray, tmp_path_factory) -> tuple[Path, str, str]:
-    """The CLI run on Ray: default settings, grouped by system, 4 partitions."""
-    out = tmp_path_factory.mktemp("ray") / "realsumm"
+def _cli_run(tmp_path_factory, engine: str, *options: str) -> tuple[Path, str, str]:
+    """The CLI run: default settings, grouped by system, 4 partitions."""
+    out = tmp_path_factory.mktemp(engine) / "realsumm"
     cfg = out.parent / "four-partitions.yaml"
     cfg.write_text("partition_rows: 700\n")
     result = CliRunner().invoke(main, ["score", PREDS, "--references", REFS, "--output",
                                        str(out), "--group-by", "system", "--config", str(cfg),
-                                       "--threshold", "rougeL.fmeasure=0.3"])
+                                       "--threshold", "rougeL.fmeasure=0.3", *options])
     assert result.exit_code == 0, result.stderr
     return out, result.stdout, result.stderr
 
 
+@pytest.fixture(scope="module")
+def ray_run(local_ray, tmp_path_factory) -> tuple[Path, str, str]:
+    """The CLI run on Ray (the default engine, with the session's Ray initialized)."""
+    return _cli_run(tmp_path_factory, "ray")
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> tuple[Path, str, str]:
+    """The same CLI run in-process."""
+    return _cli_run(tmp_path_factory, "local", "--engine", "local")
+
+
+@pytest.fixture(scope="module", params=["local", pytest.param("ray", marks=pytest.mark.slow)])
+def any_run(request) -> tuple[Path, str, str]:
+    """The CLI run in-process (fast tier) and on Ray (slow tier)."""
+    return request.getfixturevalue(f"{request.param}_run")
+
+
+@pytest.mark.slow
 def test_ray_is_on_loopback(local_ray):
     nodes = [n for n in local_ray.nodes() if n["Alive"]]
     assert [n["NodeManagerAddress"] for n in nodes] == ["127.0.0.1"]
 
 
-def test_per_example_values_equal_rouge_score(ray_run):
-    out, _, _ = ray_run
+def test_per_example_values_equal_rouge_score(any_run):
+    out, _, _ = any_run
     examples = pd.read_parquet(out / "examples")
     assert len(list((out / "examples").iterdir())) == 4
     exp = pd.read_parquet(EXPECTED).query("stemmer == 'none'")
@@ -74,8 +96,8 @@ def test_per_example_values_equal_rouge_score(ray_run):
     assert (p == examples.rougeL_precision).all()
 
 
-def test_aggregate_means_equal_numpy_over_the_same_values(ray_run):
-    out, _, _ = ray_run
+def test_aggregate_means_equal_numpy_over_the_same_values(any_run):
+    out, _, _ = any_run
     examples = pd.read_parquet(out / "examples")
     agg = pd.read_parquet(out / "aggregate.parquet")
     means = agg[agg.statistic == "mean"]
@@ -91,8 +113,8 @@ def test_aggregate_means_equal_numpy_over_the_same_values(ray_run):
     assert rate["mean"] == (examples.rougeL_fmeasure >= 0.3).mean()
 
 
-def test_outputs_read_back_with_pandas_and_duckdb_with_documented_types(ray_run):
-    out, _, _ = ray_run
+def test_outputs_read_back_with_pandas_and_duckdb_with_documented_types(any_run):
+    out, _, _ = any_run
     con = duckdb.connect()
     types = {r[0]: r[1] for r in con.execute(
         f"DESCRIBE SELECT * FROM read_parquet('{out}/examples/*.parquet')").fetchall()}
@@ -124,19 +146,24 @@ def test_outputs_read_back_with_pandas_and_duckdb_with_documented_types(ray_run)
     assert str(frame.passed_rougeL_fmeasure.dtype) == "bool"
 
 
-def test_stdout_summary_and_manifest(ray_run):
-    out, stdout, stderr = ray_run
+def test_stdout_summary_and_manifest(any_run, request):
+    out, stdout, stderr = any_run
+    engine = request.node.callspec.params["any_run"]
     assert stderr == ""
-    assert "local Ray" in stdout or "existing" in stdout or "Ray cluster" in stdout
+    if engine == "ray":
+        assert "local Ray" in stdout or "existing" in stdout or "Ray cluster" in stdout
+    else:
+        assert "(in-process" in stdout.splitlines()[0]
     assert "bart_out" in stdout and "(all)" in stdout and f"output: {out}" in stdout
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["engine"]["engine"] == "ray"
+    assert manifest["engine"]["engine"] == engine
     assert manifest["stages"]["split"]["units_run"] == manifest["counts"]["prediction_units"] \
         + manifest["counts"]["reference_units"]
     assert manifest["counts"]["partitions"] == 4
     assert manifest["signature"].endswith(f"version:{pipeline.__version__}")
 
 
+@pytest.mark.slow
 def test_ray_and_local_engines_write_the_same_examples(ray_run, tmp_path):
     out, _, _ = ray_run
     score(PREDS, references=REFS, output=str(tmp_path / "local"),
@@ -151,9 +178,11 @@ def test_ray_and_local_engines_write_the_same_examples(ray_run, tmp_path):
     assert a.equals(b)
 
 
-def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(ray_run, tmp_path):
-    """The default engine (auto) on the bundled data, in its own process: in-process."""
-    out, _, _ = ray_run
+def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(local_run,
+                                                                          tmp_path):
+    """The default engine (auto) on the bundled data, in its own process: in-process, with
+    the results of ``--engine local`` (which equal Ray's: the test above)."""
+    out, _, _ = local_run
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     proc = subprocess.run(
         [sys.executable, "-c", "from pipeline.cli import main; main()", "score", PREDS,
@@ -175,6 +204,7 @@ def test_auto_engine_scores_small_inputs_in_process_with_the_same_results(ray_ru
         pq.read_table(tmp_path / "auto" / "aggregate.parquet"))
 
 
+@pytest.mark.slow
 def test_an_input_error_raised_on_a_worker_keeps_its_class(local_ray, tmp_path, monkeypatch):
     pq.write_table(pa.table({"id": ["a", None], "prediction": ["x", "y"],
                              "references": [["x"], ["y"]]}), tmp_path / "p.parquet")
@@ -218,20 +248,22 @@ def test_readme_command_starts_a_quiet_local_ray_and_cleans_up(tmp_path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_aggregate_from_per_file_sums_on_ray_workers_equals_one_aggregate_of_all_rows(
-        ray_run):
-    """Tasks on Ray workers return each file's sums and share of the bootstrap; the driver
-    only adds them: the table equals aggregate() of every row at once, bit for bit."""
+def test_aggregate_from_per_file_sums_on_workers_equals_one_aggregate_of_all_rows(any_run):
+    """Tasks on workers (in-process, or Ray's) return each file's sums and share of the
+    bootstrap; the driver only adds them: the table equals aggregate() of every row at once,
+    bit for bit."""
     from pipeline.aggregate import aggregate
     from pipeline.engine import run as engine_run
+    from pipeline.engine.local import LocalRunner
     from pipeline.engine.ray_runner import RayRunner
     from pipeline.io.files import locate
 
-    out, _, _ = ray_run
+    out, _, _ = any_run
     paths = sorted((out / "examples").iterdir())
     files = [locate(str(p)) for p in paths]
     cfg = ScoreConfig(group_by=("system",), thresholds=(Threshold("rougeL", "fmeasure", 0.3),))
-    runner = RayRunner()  # reuses the session's instance
+    on_ray = json.loads((out / "manifest.json").read_text())["engine"]["engine"] == "ray"
+    runner = RayRunner() if on_ray else LocalRunner()  # Ray: reuses the session's instance
     try:
         merged = engine_run.aggregate_examples(cfg, runner, files, n_examples=2500)
     finally:

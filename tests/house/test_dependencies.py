@@ -13,6 +13,7 @@ Imports are read with ast (imports inside functions included) from `pipeline/`, 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from importlib import metadata
@@ -53,7 +54,8 @@ def _declared(*groups: str) -> set[str]:
     return out
 
 
-def _top_level_imports(folder: Path) -> set[str]:
+@functools.cache  # each folder is read once per session (the tests share the scans)
+def _top_level_imports(folder: Path) -> frozenset[str]:
     """Top-level module names imported anywhere under ``folder``, stdlib and local excluded."""
     local = {"pipeline", "tests", "scripts"}
     out: set[str] = set()
@@ -63,13 +65,18 @@ def _top_level_imports(folder: Path) -> set[str]:
                 out.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 out.add(node.module.split(".")[0])
-    return {m for m in out if m not in sys.stdlib_module_names and m not in local
-            and m != "__future__"}
+    return frozenset(m for m in out if m not in sys.stdlib_module_names and m not in local
+                     and m != "__future__")
 
 
-def _distributions(modules: set[str]) -> dict[str, set[str]]:
+@functools.cache  # reads every installed distribution's file list: once per session
+def _packages_distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()
+
+
+def _distributions(modules: frozenset[str]) -> dict[str, set[str]]:
     """Module -> normalized names of the installed distributions providing it."""
-    provided = metadata.packages_distributions()
+    provided = _packages_distributions()
     return {m: {_name(d) for d in provided.get(m, [])} for m in modules}
 
 

@@ -26,22 +26,38 @@ KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": SECRET,
         "AWS_EC2_METADATA_DISABLED": "true"}
 
 
-@pytest.fixture
-def s3(moto, monkeypatch):
-    """A fresh bucket; the settings in OVERLAP_S3_* variables, the keys in AWS_*."""
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_REGION",
-                "AWS_DEFAULT_REGION", *storage.ENV_VARS.values()):
-        monkeypatch.delenv(var, raising=False)
-    for k, v in KEYS.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("OVERLAP_S3_ENDPOINT", moto.endpoint)
-    monkeypatch.setenv("OVERLAP_S3_ALLOW_HTTP", "true")
-    monkeypatch.setenv("OVERLAP_S3_PATH_STYLE", "1")
-    monkeypatch.setenv("OVERLAP_S3_REGION", "us-east-1")
-    bucket = f"b{uuid.uuid4().hex[:12]}"
-    pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{moto.port}", scheme="http",
-                      region="us-east-1", allow_bucket_creation=True).create_dir(bucket)
-    return bucket
+@pytest.fixture(scope="module")
+def s3(moto):
+    """A bucket for the module; the settings in OVERLAP_S3_* variables, the keys in AWS_*."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_REGION",
+                    "AWS_DEFAULT_REGION", *storage.ENV_VARS.values()):
+            monkeypatch.delenv(var, raising=False)
+        for k, v in KEYS.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("OVERLAP_S3_ENDPOINT", moto.endpoint)
+        monkeypatch.setenv("OVERLAP_S3_ALLOW_HTTP", "true")
+        monkeypatch.setenv("OVERLAP_S3_PATH_STYLE", "1")
+        monkeypatch.setenv("OVERLAP_S3_REGION", "us-east-1")
+        bucket = f"b{uuid.uuid4().hex[:12]}"
+        pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{moto.port}", scheme="http",
+                          region="us-east-1", allow_bucket_creation=True).create_dir(bucket)
+        yield bucket
+
+
+@pytest.fixture(scope="module")
+def s3_run(s3, tmp_path_factory) -> tuple[str, str]:
+    """The bundled data scored onto the bucket once, with the settings alone: the run's URI
+    and what the command printed."""
+    settings = tmp_path_factory.mktemp("settings") / "settings.yaml"
+    settings.write_text("partition_rows: 1000\nstorage:\n  profile: null\n")
+    run = f"s3://{s3}/runs/a"
+    scored = CliRunner().invoke(main, ["score", str(REALSUMM / "predictions"), "--references",
+                                       str(REALSUMM / "references.parquet"), "--output", run,
+                                       "--bootstrap", "0", "--engine", "local",
+                                       "--config", str(settings)])
+    assert scored.exit_code == 0, scored.output
+    return run, scored.output
 
 
 def test_a_plain_http_endpoint_needs_allow_http():
@@ -55,17 +71,11 @@ def test_a_plain_http_endpoint_needs_allow_http():
 
 
 def test_score_and_publish_on_s3_with_the_settings_alone_and_nothing_secret_written(
-        s3, tmp_path):
+        s3, s3_run, tmp_path):
     pytest.importorskip("deltalake")
     pytest.importorskip("pyiceberg")
-    run = f"s3://{s3}/runs/a"
-    (tmp_path / "settings.yaml").write_text("partition_rows: 1000\nstorage:\n  profile: null\n")
+    run, scored_output = s3_run
     cli = CliRunner()
-    scored = cli.invoke(main, ["score", str(REALSUMM / "predictions"), "--references",
-                               str(REALSUMM / "references.parquet"), "--output", run,
-                               "--bootstrap", "0", "--engine", "local",
-                               "--config", str(tmp_path / "settings.yaml")])
-    assert scored.exit_code == 0, scored.output
     fs = storage.pyarrow_s3()
     manifest = fs.open_input_stream(f"{s3}/runs/a/manifest.json").read().decode()
     assert json.loads(manifest)["counts"]["examples_scored"] == 2500
@@ -84,7 +94,7 @@ def test_score_and_publish_on_s3_with_the_settings_alone_and_nothing_secret_writ
 
     ice = SqlCatalog("overlap", uri=f"sqlite:///{catalog}", **storage.iceberg_properties())
     assert ice.load_table(("evals", "examples")).scan().to_arrow().num_rows == 2500
-    written = [manifest, scored.output, published.output]
+    written = [manifest, scored_output, published.output]
     for leaf in fs.get_file_info(pafs.FileSelector(s3, recursive=True)):
         if leaf.type == pafs.FileType.File and leaf.path.endswith((".json", ".parquet")):
             data = fs.open_input_stream(leaf.path).read()
@@ -97,13 +107,10 @@ def test_score_and_publish_on_s3_with_the_settings_alone_and_nothing_secret_writ
         assert SECRET not in text and endpoint not in text
 
 
-def test_a_failed_iceberg_publish_leaves_no_namespace_it_created(s3, tmp_path):
+def test_a_failed_iceberg_publish_leaves_no_namespace_it_created(s3_run, tmp_path):
     pytest.importorskip("pyiceberg")
-    run = f"s3://{s3}/runs/a"
+    run, _ = s3_run
     cli = CliRunner()
-    assert cli.invoke(main, ["score", str(REALSUMM / "predictions"), "--references",
-                             str(REALSUMM / "references.parquet"), "--output", run,
-                             "--bootstrap", "0", "--engine", "local"]).exit_code == 0
     catalog = tmp_path / "catalog.db"
     failed = cli.invoke(main, ["publish", run, "--iceberg", f"sqlite:///{catalog}",
                                "--namespace", "evals",

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
-from pipeline import Scorer
+from pipeline import Scorer, compiled
 from pipeline.metrics.rouge.lcs import (
     build_long_masks,
     build_masks,
@@ -110,6 +110,12 @@ def _arrays(a, b):
     return tokens, len(a), len(b)
 
 
+# The kernels one by one, as numba's JIT build (they are compiled into the scorer's kernel,
+# not exported): numba compiles about twenty of them first, 15-20 CPU-s in a fresh tree, so
+# these run in the slow tier. The fast tier checks the same walk through the compiled build:
+# test_compiled_lcs_invariants below, the scorer against rouge-score above and
+# tests/report/test_explain.py::test_the_compiled_lcs_walk_is_rouge_scores.
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(token_ids, token_ids)
 def test_lcs_invariants_and_kernels_agree(a, b):
@@ -166,6 +172,22 @@ def test_union_lcs_of_long_multi_line_texts_matches_the_reference(pred_lines, re
                 reference_rouge.statistics(p, r, m)[0], m
 
 
+@settings(max_examples=200, deadline=None)
+@given(token_ids, token_ids)
+def test_compiled_lcs_invariants(a, b):
+    """0 <= LCS <= min(n, m), identical sequences have LCS n, and the compiled walk (the
+    long-mask path with checkpoints) is rouge-score's backtrack."""
+    align = compiled.kernel("lcs_alignment")
+    tokens, n, m = _arrays(a, b)
+    pairs = align(tokens, 0, n, n, m, 6)
+    assert 0 <= len(pairs) <= min(n, m)
+    assert all(a[i] == b[j] for i, j in pairs.tolist())
+    assert pairs[:, 0].tolist() == reference_rouge.lcs_indices([str(t) for t in a],
+                                                               [str(t) for t in b])
+    assert len(align(np.array(a + a, dtype=np.int32), 0, n, n, n, 6)) == n
+
+
+@pytest.mark.slow  # numba's JIT build of three kernels (see above)
 @pytest.mark.parametrize("length", [700, 2500])
 def test_checkpointed_bit_rows_walk_the_same_lcs_as_the_whole_table(length):
     rng = np.random.default_rng(length)

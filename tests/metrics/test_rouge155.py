@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline import compiled
 from pipeline.errors import ConfigError
 from pipeline.metrics.rouge155.family import (
     FAMILY,
@@ -20,8 +21,8 @@ from pipeline.metrics.rouge155.family import (
     parse_rouge155_flags,
     score_rouge155,
 )
-from pipeline.metrics.rouge155.skipgram import skip_bigram_count, skip_bigram_pairs
-from pipeline.metrics.rouge155.wlcs import summary_lcs_pairs, wlcs_mark
+from pipeline.metrics.rouge155.skipgram import skip_bigram_count
+from pipeline.metrics.rouge155.wlcs import wlcs_mark
 from pipeline.tokenizers.rouge155 import (
     TextOptions,
     exceptions,
@@ -278,6 +279,8 @@ small_texts = st.lists(st.integers(0, 4), max_size=12)
 def test_skip_bigram_counts_equal_brute_force(pred, ref, gap, unigrams):
     tokens = np.array(pred + ref, dtype=np.int32)
     offsets = np.array([0, len(pred), len(pred) + len(ref)], dtype=np.int64)
+    # the compiled build, as the scorer calls it (the JIT build would compile it first)
+    skip_bigram_pairs = compiled.kernel("skip_bigram_pairs")
     got = skip_bigram_pairs(tokens, offsets, np.array([0]), np.array([1]), gap, unigrams, 5)
     p, r = _brute_skip(pred, gap, unigrams), _brute_skip(ref, gap, unigrams)
     assert got[0].tolist() == [sum((p & r).values()), sum(p.values()), sum(r.values())]
@@ -297,6 +300,7 @@ def _lcs_length(a, b):
 tiny_texts = st.lists(st.integers(0, 2), min_size=1, max_size=6)
 
 
+@pytest.mark.slow  # wlcs_mark is JIT only: numba compiles it and its helpers first, 4-6 CPU-s
 @settings(max_examples=100, deadline=None)
 @given(tiny_texts, tiny_texts)
 def test_wlcs_marks_a_common_subsequence_of_lin_weight(a, b):
@@ -312,11 +316,30 @@ def test_wlcs_marks_a_common_subsequence_of_lin_weight(a, b):
     # one sentence each, so no marked token is clipped: the hit is the sum of f(run) over
     # runs of consecutive marked reference positions (the script's counting)
     offs = np.array([0, len(a), len(a) + len(b)], dtype=np.int64)
+    summary_lcs_pairs = compiled.kernel("summary_lcs_pairs")  # the scorer's (compiled) build
     out = summary_lcs_pairs(tokens, offs, np.array([0, 1, 2]), tokens, offs,
                             np.array([1]), np.array([0]), True, pw, 3)
     runs = [len(list(g)) for m, g in itertools.groupby(mark) if m]
     assert out[0, 0] == pytest.approx(sum(r ** weight for r in runs))
     assert len(marked) <= out[0, 0] + 1e-9 and out[0, 0] <= len(marked) ** weight + 1e-9
+    assert out[0, 1] == pytest.approx(len(a) ** weight)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tiny_texts, tiny_texts)
+def test_compiled_wlcs_hit_is_the_scripts_table_and_backtrack(a, b):
+    """The fast tier's twin of the test above, through the compiled build only: one sentence
+    each, the hit is the sum of f(run) over the runs of the script's marked positions
+    (``_wlcs_marks_python``, below), and the reference's weight f(len(a))."""
+    weight = 1.2
+    tokens = np.array(a + b, dtype=np.int32)
+    pw = np.array([float(k) ** weight for k in range(len(tokens) + 2)])
+    offs = np.array([0, len(a), len(a) + len(b)], dtype=np.int64)
+    out = compiled.kernel("summary_lcs_pairs")(tokens, offs, np.array([0, 1, 2]), tokens, offs,
+                                               np.array([1]), np.array([0]), True, pw, 3)
+    marks = _wlcs_marks_python(a, b, weight)
+    runs = [len(list(g)) for m, g in itertools.groupby(i in marks for i in range(len(a))) if m]
+    assert out[0, 0] == pytest.approx(sum(r ** weight for r in runs))
     assert out[0, 1] == pytest.approx(len(a) ** weight)
 
 

@@ -456,6 +456,7 @@ def test_a_huge_text_is_cut_flagged_and_counted(tmp_path, huge_text):
     assert "1 example had a text cut at 100000 tokens" in result.stdout
 
 
+@pytest.mark.slow  # a fresh interpreter with pyarrow, numpy and the CLI: the slow tier
 def test_a_huge_text_has_bounded_memory(tmp_path, huge_text):
     """A fresh process scores a 5.9 MB, million-token prediction against a 3,000-character
     reference: its peak RSS stays far below a blow-up (about 300 MB measured, of which

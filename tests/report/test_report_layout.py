@@ -18,8 +18,9 @@ from tests.support.browser import CHROMIUM, table_widths
 from tests.support.hostile_runs import invoke
 from tests.support.warehouse_runs import realsumm_inputs, score_run
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None,
-                                reason="chromium is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.slow,  # a browser start per table: the slow tier
+              pytest.mark.skipif(CHROMIUM is None,
+                                 reason="chromium is not installed (.ci/run installs it)")]
 METRICS = ("rouge1", "rougeL", "bleu")
 
 
