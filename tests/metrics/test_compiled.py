@@ -150,16 +150,21 @@ def test_the_bootstrap_kernel_gives_the_same_sums_from_every_build():
         assert np.array_equal(acc, first[0]) and np.array_equal(tot, first[1])
 
 
-def test_the_other_wide_kernels_equal_the_generic_ones():
-    # the grid's rounding, the column maxima and the stream keys, from both modules
+def _both_builds() -> list:
+    # the generic and the x86-64-v3 ahead-of-time modules, or skip
     import importlib
 
     if not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
         pytest.skip("this CPU does not run x86-64-v3 code")
     try:
-        mods = [importlib.import_module(m) for m in (compiled.EXTENSION, compiled.WIDE_EXTENSION)]
+        return [importlib.import_module(m) for m in (compiled.EXTENSION, compiled.WIDE_EXTENSION)]
     except ImportError:
         pytest.skip("the ahead-of-time modules are not built")
+
+
+def test_the_other_wide_kernels_equal_the_generic_ones():
+    # the grid's rounding, the column maxima and the stream keys, from both modules
+    mods = _both_builds()
     rng = np.random.default_rng(8)
     values = rng.standard_normal((5003, 5)) * 10.0 ** rng.integers(-300, 300, (5003, 5))
     scales = 2.0 ** rng.integers(-40, 40, 5).astype(np.float64)
@@ -209,14 +214,7 @@ def _rouge_texts(n: int) -> list[bytes]:
 def test_the_rouge_kernels_give_the_same_statistics_from_both_builds():
     # the tokenizers and the pair kernel of the generic and the x86-64-v3 modules, and
     # tokenize_two against tokenize_bytes over the two buffers concatenated
-    import importlib
-
-    if not compiled.V3_CPU_FLAGS <= compiled.cpu_flags():
-        pytest.skip("this CPU does not run x86-64-v3 code")
-    try:
-        mods = [importlib.import_module(m) for m in (compiled.EXTENSION, compiled.WIDE_EXTENSION)]
-    except ImportError:
-        pytest.skip("the ahead-of-time modules are not built")
+    mods = _both_builds()
     texts = _rouge_texts(1200)
     half = len(texts) // 2
     buf, offsets = _tokens(b"\0".join(texts))
