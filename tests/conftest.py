@@ -87,6 +87,10 @@ def local_ray():
     had_token = TOKEN.exists()
     # LocalRay imports ray first (an earlier import would make it fall back to 127.0.0.2)
     running = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+    if "ray" in sys.modules and not running:
+        # ray read its auth mode ('disabled') at import: LocalRay's token would be refused
+        pytest.fail("ray was imported in the test process before the session's local Ray "
+                    "started: import it in a subprocess (see tests/engine/test_ray_job_env.py)")
     started = None if running else LocalRay(num_cpus=2)
     import ray
 

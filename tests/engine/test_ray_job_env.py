@@ -32,10 +32,25 @@ def _ours() -> dict:
 
 
 def _ray_merge():
-    pytest.importorskip("ray")
-    from ray.runtime_env.runtime_env import _merge_runtime_env
+    """Ray's merge, run in a process of its own: importing ray here would fix this test
+    process's auth mode ('disabled') before the session's local Ray sets 'token', and every
+    later local Ray of the session would fail to start."""
+    import importlib.util
+    import subprocess
+    import sys
 
-    return _merge_runtime_env
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed")
+    code = ("import json, sys\n"
+            "from ray.runtime_env.runtime_env import _merge_runtime_env\n"
+            "print(json.dumps([_merge_runtime_env(a, b) for a, b in json.load(sys.stdin)]))\n")
+
+    def merge_all(pairs: list[tuple[dict, dict | None]]) -> list[dict | None]:
+        done = subprocess.run([sys.executable, "-c", code], input=json.dumps(pairs),
+                              capture_output=True, text=True, check=True, timeout=120)
+        return json.loads(done.stdout)
+
+    return merge_all
 
 
 def test_outside_a_job_the_runtime_env_is_unchanged():
@@ -61,12 +76,11 @@ def test_the_job_config_is_read_as_ray_writes_it():
     {"env_vars": dict(STORAGE)},  # the storage settings given to the job itself
 ])
 def test_rays_own_merge_accepts_what_the_driver_adds(job):
-    merge = _ray_merge()
     ours = _ours()
-    assert merge(job, ours) is None or job == {}  # as before: refused whenever they overlap
     mine = runtime_env_within_job(ours, job)
-    assert merge(job, mine) is not None, mine
-    merged = merge(job, mine)
+    as_before, merged = _ray_merge()([(job, ours), (job, mine)])
+    assert as_before is None or job == {}  # as before: refused whenever they overlap
+    assert merged is not None, mine
     # the workers see the storage as the driver does, the job's own values first
     assert {**STORAGE, **job.get("env_vars", {})} == {
         k: merged["env_vars"][k] for k in STORAGE}
