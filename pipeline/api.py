@@ -1316,7 +1316,7 @@ def explain(
 
     """
     from pipeline.explanation import explain as explain_texts
-    from pipeline.explanation import run_settings
+    from pipeline.explanation import run_settings, without_unread
     from pipeline.metrics import registry
 
     settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
@@ -1363,7 +1363,8 @@ def explain(
     if metrics is None and any(p.key in settings for p in registry.presets()):
         # a preset given (e.g. ROUGE-1.5.5's flags) sets the metrics
         merged.pop("metrics", None)
-    return explain_texts(text, refs, **merged)
+    # the run's options that the explained metrics (or this row's language) do not read
+    return explain_texts(text, refs, **without_unread(merged, keep=tuple(settings)))
 
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,

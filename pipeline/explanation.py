@@ -28,7 +28,13 @@ from pipeline.metrics.explanation import (
     PairExplanation,
     Tokens,
 )
-from pipeline.scoring import DEFAULT_METRICS, SCORING_KEYS, ScoringSettings
+from pipeline.scoring import (
+    DEFAULT_METRICS,
+    SCORING_KEYS,
+    ScoringSettings,
+    convert_scoring_value,
+    unread_options,
+)
 
 # Manifest config keys that are not scoring options of one example (a preset's metrics and
 # options are in the config already).
@@ -155,6 +161,38 @@ def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     elif metrics:
         out["metrics"] = tuple(metrics)
     return out
+
+
+def without_unread(values: Mapping[str, Any], *,
+                   keep: Sequence[str] = ()) -> dict[str, Any]:
+    """A run's settings for some of its metrics, or one row: the options they do not read dropped.
+
+    A run may set options that only some of its metrics read (``wlcs_weight`` of a run of
+    ``rouge1`` and ``rougeWsum``, where ``rouge1`` alone is explained), or that one row does
+    not read (``japanese_dictionary`` of a ``column:COL`` run, for a row in another
+    language): explaining those metrics or that row takes the defaults instead, as scoring
+    them did. Options the user gave (``keep``) stay, so an unread one is still refused.
+
+    Args:
+        values: scoring settings by key, ``metrics`` included (default metrics when absent).
+        keep: keys given by the user.
+
+    Returns:
+        ``values`` without the unread options (unchanged when a preset is given: it sets
+        the metrics and options itself).
+
+    """
+    from pipeline.metrics.rouge.languages import dictionary_unread
+
+    if any(values.get(p.key) is not None for p in registry.presets()):
+        return dict(values)
+    metrics = convert_scoring_value("metrics", values.get("metrics") or DEFAULT_METRICS)
+    declared = {o.key for o in registry.options()}
+    options = {k: convert_scoring_value(k, v) for k, v in values.items() if k in declared}
+    unread = {key for key, _, _ in unread_options(metrics, options)}
+    if dictionary_unread(options):
+        unread.add("japanese_dictionary")
+    return {k: v for k, v in values.items() if k not in unread or k in keep}
 
 
 # ---------------------------------------------------------------------------------------
@@ -299,4 +337,4 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
 
 
 __all__ = ["Explanation", "MetricExplanation", "PairExplanation", "Tokens", "explain",
-           "format_explanation", "run_settings"]
+           "format_explanation", "run_settings", "without_unread"]

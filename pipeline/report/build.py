@@ -395,7 +395,7 @@ def _explain_pair(prediction: str | None, references: list[str | None], metric: 
     None when a text is missing, the metric's family has no explanation, or such a run has
     no language for the example.
     """
-    from pipeline.explanation import explain, run_settings
+    from pipeline.explanation import explain, run_settings, without_unread
     from pipeline.metrics.registry import family_of
     from pipeline.metrics.rouge.languages import language_column
 
@@ -407,7 +407,7 @@ def _explain_pair(prediction: str | None, references: list[str | None], metric: 
         if not language:
             return None
         settings["language"] = language
-    return explain(prediction, references, **settings)
+    return explain(prediction, references, **without_unread(settings))
 
 
 def _tokens_html(label: str, tokens: Any, classes: dict[int, str]) -> str:

@@ -96,3 +96,40 @@ def test_explain_of_a_run_takes_the_rows_language_and_quotes_the_tokens(runs, or
     assert "|lang:chinese|" in result.output
     listing = result.output.split("clipped n-grams:", 1)[1]
     assert "' ' x1" in listing and "'爱' x1" in listing
+
+
+def test_explaining_part_of_a_run_drops_the_options_only_the_rest_reads(tmp_path):
+    """A run's wlcs_weight is rougeWsum's; its japanese_dictionary its Japanese rows'."""
+    pq.write_table(pa.table({"id": ["en", "ru"], "lang": ["english", "russian"],
+                             "prediction": ["the cat sat on the mat", "Кошка сидит"],
+                             "references": [["the cat sat on a red mat"],
+                                            ["Кошки сидели на ковре"]]}),
+                   tmp_path / "in.parquet")
+    for name, args in (("w", ["--metrics", "rouge1,rougeWsum", "--tokenizer", "rouge155",
+                              "--wlcs-weight", "1.5"]),
+                       ("l", ["--metrics", "rouge1", "--language", "column:lang",
+                              "--japanese-dictionary", "unidic"])):
+        result = invoke("score", tmp_path / "in.parquet", "--output", tmp_path / name,
+                        "--keep-text", "--bootstrap", "0", *args)
+        assert result.exit_code == 0, result.output
+    result = invoke("explain", tmp_path / "w", "--id", "en", "--metrics", "rouge1")
+    assert result.exit_code == 0, result.output
+    assert "rouge1: P 0.8333  R 0.7143" in result.output  # 5 of 6, 5 of 7 (by hand)
+    result = invoke("explain", tmp_path / "w", "--id", "en", "--metrics", "rouge1",
+                    "--wlcs-weight", "2")  # given by the user: still refused
+    assert result.exit_code == 2 and "only rougeWsum reads it" in result.output
+    result = invoke("explain", tmp_path / "l", "--id", "ru")
+    assert result.exit_code == 0, result.output
+    assert "|lang:russian|" in result.output
+    pq.write_table(pa.table({"id": ["en", "ru"], "prediction": ["the cat sat", "Кошка"],
+                             "references": [["the cat sat on a red mat"],
+                                            ["Кошки сидели на ковре"]]}),
+                   tmp_path / "short.parquet")
+    result = invoke("score", tmp_path / "short.parquet", "--output", tmp_path / "w2",
+                    "--keep-text", "--bootstrap", "0", "--metrics", "rouge1,rougeWsum",
+                    "--tokenizer", "rouge155", "--wlcs-weight", "1.5")
+    assert result.exit_code == 0, result.output
+    result = invoke("report", tmp_path / "w2", "--baseline", tmp_path / "w", "--output",
+                    tmp_path / "r.html", "--metrics", "rouge1.fmeasure")
+    assert result.exit_code == 0, result.output
+    assert '<mark class="base">' in (tmp_path / "r.html").read_text("utf-8")
