@@ -51,7 +51,8 @@ class Explanation:
 
     Attributes:
         settings: ``metrics``, the flat scoring options and ``signature`` (the run's
-            signature fields for these metrics).
+            signature fields for these metrics); under ``--language auto``,
+            ``detected_language`` (:func:`detected_language`).
         prediction: the prediction text as given.
         references: the reference texts as given.
         metrics: per metric name, its :class:`MetricExplanation`, in the order asked.
@@ -142,6 +143,9 @@ def explain(prediction: str | None, references: Sequence[str | None], *,
         out.update(explainer(prediction, list(references), names, flat))
     settings = {"metrics": list(checked.metrics), **flat,
                 "signature": registry.signature_fields(checked.metrics, flat)}
+    detected = detected_language(prediction, list(references), checked.metrics, flat)
+    if detected is not None:
+        settings["detected_language"] = detected
     return Explanation(settings=settings, prediction=prediction, references=list(references),
                        metrics={m: out[m] for m in checked.metrics})
 
@@ -161,6 +165,23 @@ def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     elif metrics:
         out["metrics"] = tuple(metrics)
     return out
+
+
+def detected_language(prediction: str | None, references: Sequence[str | None],
+                      metrics: Sequence[str], options: Mapping[str, Any]) -> str | None:
+    """The language ``--language auto`` gives this example, as scoring detects it, or None.
+
+    The scorer's own detection (:func:`pipeline.metrics.rouge.languages.detected_languages`,
+    from the scripts of the prediction and references together): one of ``chinese``,
+    ``japanese``, ``thai``, ``burmese`` or ``other`` (XL-Sum's fallback tokenizer). None
+    when ``language`` is not ``auto`` or no ROUGE metric reads it.
+    """
+    from pipeline.metrics.rouge.languages import detected_languages, is_auto
+
+    if not is_auto(options.get("language")) or not any(
+            registry.family_of(m).name == "rouge" for m in metrics):
+        return None
+    return detected_languages([prediction], [list(references)])[0]
 
 
 def without_unread(values: Mapping[str, Any], *,
@@ -303,6 +324,13 @@ def _wrap(listing: Sequence[Listing], width: int, indent: int) -> list[str]:
     return out
 
 
+def said_language(language: str) -> str:
+    """A detected language as said (``other`` names the tokenizer it stands for)."""
+    from pipeline.tokenizers.multilingual import AUTO_FALLBACK
+
+    return "other (XL-Sum's fallback tokenizer)" if language == AUTO_FALLBACK else language
+
+
 def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     """Render an explanation as readable text (what ``overlap explain`` prints).
 
@@ -311,7 +339,8 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
         width: wrap lists of units at about this many characters.
 
     Returns:
-        Lines: the settings (signature fields), the token counts per view, then per metric
+        Lines: the settings (signature fields), under ``--language auto`` the language
+        detected for the example, the token counts per view, then per metric
         its measures and statistics, the multi-reference outcome, the metric-level detail
         and per reference the matched units (``*`` marks the kept reference).
 
@@ -320,6 +349,9 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     sig = "|".join(f"{k}:{v}" for k, v in e.settings.get("signature", {}).items())
     out = [f"settings: {sig}", *_language_warnings(e.settings.get("language")),
            *zero_token_warnings(explanation)]
+    if e.settings.get("detected_language"):
+        out.insert(1, f"language: {said_language(e.settings['detected_language'])}, detected "
+                      "from the scripts of the texts (--language auto)")
     for name, (pred, refs) in e.views.items():
         out.append(f"tokens ({name})")
         out.append("  " + _tokens_line("prediction", pred, shown=name.startswith("xlsum")))
@@ -337,4 +369,5 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
 
 
 __all__ = ["Explanation", "MetricExplanation", "PairExplanation", "Tokens", "explain",
-           "format_explanation", "run_settings", "without_unread"]
+           "detected_language", "format_explanation", "run_settings", "said_language",
+           "without_unread"]
