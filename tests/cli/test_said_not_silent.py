@@ -155,6 +155,15 @@ def test_a_null_language_names_its_ids(tmp_path):
      "'russian' never reads it"),
     ([], "language: ja\njapanese_dictionary: unidic\n",  # a code is not the language
      "japanese_dictionary 'unidic' is read under --language japanese only"),
+    (["--metrics", "bleu", "--language", "russian"], None,
+     "language 'russian' is read by the ROUGE metrics (rouge1 ... rougeLsum) alone, and none "
+     "is requested"),
+    (["--metrics", "rougeWsum", "--japanese-dictionary", "unidic"], None,
+     "japanese_dictionary 'unidic' is read by the ROUGE metrics"),
+    ([], "metrics: chrf\nxlsum_rougelsum: true\n",
+     "xlsum_rougelsum is read by the ROUGE metrics"),
+    (["--metrics", "rouge1", "--language", "russian", "--xlsum-rougelsum"], None,
+     "xlsum_rougelsum is read by rougeLsum alone, which is not requested"),
 ])
 def test_an_option_nothing_reads_is_refused_in_one_line(table, tmp_path, args, config,
                                                         message):
