@@ -899,7 +899,8 @@ def _score_night(night: _Night, predictions: str, references: str | None,
 
     The ``scoring into`` line is logged once the score is under way, so bad input gives
     one line (the error); directories the night created (ROOT, its ``run_date=``
-    directory) are removed again when the score fails and leaves them empty.
+    directory) are removed again by the score when it fails and leaves them empty
+    (:meth:`pipeline.io.write.OutputDir.release`).
 
     Raises:
         _NightEnded: the score failed (its exit code; no comparison).
@@ -926,7 +927,6 @@ def _score_night(night: _Night, predictions: str, references: str | None,
         if stage == "score" and started:
             log(started.pop())
 
-    made = _missing_dirs(night.base, f"{night.base}/run_date={night.run_date}")
     try:
         score(predictions, references=references, output=run_dir, config=config,
               run_id=night.run_id, progress=said_started)
@@ -936,44 +936,11 @@ def _score_night(night: _Night, predictions: str, references: str | None,
             f"with RUN_DATE={night.run_date}")
         raise
     except PipelineError as error:
-        _remove_if_empty(made)
         resume = f"; to resume, {night.again}" if _staging_left(run_dir) else ""
         log(f"overlap score failed (exit {error.exit_code}): {error}; no comparison"
             + resume)
         raise _NightEnded(NightlyRun(error.exit_code, run_dir, error=error)) from None
     said_started()
-
-
-def _missing_dirs(*paths: str) -> list[str]:
-    """The directories among ``paths`` that do not exist yet (what a night would create)."""
-    from pipeline.io.runs import filesystem
-
-    missing = []
-    for path in paths:
-        try:
-            fs, where = filesystem(path)
-            if fs.get_file_info(where).type.name == "NotFound":
-                missing.append(path)
-        except (PipelineError, OSError):
-            continue
-    return missing
-
-
-def _remove_if_empty(paths: list[str]) -> None:
-    """Remove the directories of ``paths`` that are empty, deepest first (best effort)."""
-    import pyarrow.fs as pafs
-
-    from pipeline.io.runs import filesystem
-
-    for path in sorted(paths, key=len, reverse=True):
-        try:
-            fs, where = filesystem(path)
-            info = fs.get_file_info(where)
-            if info.type.name == "Directory" and not fs.get_file_info(
-                    pafs.FileSelector(where)):
-                fs.delete_dir(where)
-        except (PipelineError, OSError):
-            continue
 
 
 def _publish_run(night: _Night, publish_options: dict[str, Any],
@@ -1349,7 +1316,7 @@ def explain(
 
     """
     from pipeline.explanation import explain as explain_texts
-    from pipeline.explanation import run_settings
+    from pipeline.explanation import run_settings, without_unread
     from pipeline.metrics import registry
 
     settings: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
@@ -1396,7 +1363,8 @@ def explain(
     if metrics is None and any(p.key in settings for p in registry.presets()):
         # a preset given (e.g. ROUGE-1.5.5's flags) sets the metrics
         merged.pop("metrics", None)
-    return explain_texts(text, refs, **merged)
+    # the run's options that the explained metrics (or this row's language) do not read
+    return explain_texts(text, refs, **without_unread(merged, keep=tuple(settings)))
 
 
 def report(run_dir: str, *, output: str, baseline: str | None = None, top: int = 10,

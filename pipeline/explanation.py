@@ -28,7 +28,13 @@ from pipeline.metrics.explanation import (
     PairExplanation,
     Tokens,
 )
-from pipeline.scoring import DEFAULT_METRICS, SCORING_KEYS, ScoringSettings
+from pipeline.scoring import (
+    DEFAULT_METRICS,
+    SCORING_KEYS,
+    ScoringSettings,
+    convert_scoring_value,
+    unread_options,
+)
 
 # Manifest config keys that are not scoring options of one example (a preset's metrics and
 # options are in the config already).
@@ -45,7 +51,8 @@ class Explanation:
 
     Attributes:
         settings: ``metrics``, the flat scoring options and ``signature`` (the run's
-            signature fields for these metrics).
+            signature fields for these metrics); under ``--language auto``,
+            ``detected_language`` (:func:`detected_language`).
         prediction: the prediction text as given.
         references: the reference texts as given.
         metrics: per metric name, its :class:`MetricExplanation`, in the order asked.
@@ -136,6 +143,9 @@ def explain(prediction: str | None, references: Sequence[str | None], *,
         out.update(explainer(prediction, list(references), names, flat))
     settings = {"metrics": list(checked.metrics), **flat,
                 "signature": registry.signature_fields(checked.metrics, flat)}
+    detected = detected_language(prediction, list(references), checked.metrics, flat)
+    if detected is not None:
+        settings["detected_language"] = detected
     return Explanation(settings=settings, prediction=prediction, references=list(references),
                        metrics={m: out[m] for m in checked.metrics})
 
@@ -155,6 +165,55 @@ def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     elif metrics:
         out["metrics"] = tuple(metrics)
     return out
+
+
+def detected_language(prediction: str | None, references: Sequence[str | None],
+                      metrics: Sequence[str], options: Mapping[str, Any]) -> str | None:
+    """The language ``--language auto`` gives this example, as scoring detects it, or None.
+
+    The scorer's own detection (:func:`pipeline.metrics.rouge.languages.detected_languages`,
+    from the scripts of the prediction and references together): one of ``chinese``,
+    ``japanese``, ``thai``, ``burmese`` or ``other`` (XL-Sum's fallback tokenizer). None
+    when ``language`` is not ``auto`` or no ROUGE metric reads it.
+    """
+    from pipeline.metrics.rouge.languages import detected_languages, is_auto
+
+    if not is_auto(options.get("language")) or not any(
+            registry.family_of(m).name == "rouge" for m in metrics):
+        return None
+    return detected_languages([prediction], [list(references)])[0]
+
+
+def without_unread(values: Mapping[str, Any], *,
+                   keep: Sequence[str] = ()) -> dict[str, Any]:
+    """A run's settings for some of its metrics, or one row: the options they do not read dropped.
+
+    A run may set options that only some of its metrics read (``wlcs_weight`` of a run of
+    ``rouge1`` and ``rougeWsum``, where ``rouge1`` alone is explained), or that one row does
+    not read (``japanese_dictionary`` of a ``column:COL`` run, for a row in another
+    language): explaining those metrics or that row takes the defaults instead, as scoring
+    them did. Options the user gave (``keep``) stay, so an unread one is still refused.
+
+    Args:
+        values: scoring settings by key, ``metrics`` included (default metrics when absent).
+        keep: keys given by the user.
+
+    Returns:
+        ``values`` without the unread options (unchanged when a preset is given: it sets
+        the metrics and options itself).
+
+    """
+    from pipeline.metrics.rouge.languages import dictionary_unread
+
+    if any(values.get(p.key) is not None for p in registry.presets()):
+        return dict(values)
+    metrics = convert_scoring_value("metrics", values.get("metrics") or DEFAULT_METRICS)
+    declared = {o.key for o in registry.options()}
+    options = {k: convert_scoring_value(k, v) for k, v in values.items() if k in declared}
+    unread = {key for key, _, _ in unread_options(metrics, options)}
+    if dictionary_unread(options):
+        unread.add("japanese_dictionary")
+    return {k: v for k, v in values.items() if k not in unread or k in keep}
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,6 +324,13 @@ def _wrap(listing: Sequence[Listing], width: int, indent: int) -> list[str]:
     return out
 
 
+def said_language(language: str) -> str:
+    """A detected language as said (``other`` names the tokenizer it stands for)."""
+    from pipeline.tokenizers.multilingual import AUTO_FALLBACK
+
+    return "other (XL-Sum's fallback tokenizer)" if language == AUTO_FALLBACK else language
+
+
 def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     """Render an explanation as readable text (what ``overlap explain`` prints).
 
@@ -273,7 +339,8 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
         width: wrap lists of units at about this many characters.
 
     Returns:
-        Lines: the settings (signature fields), the token counts per view, then per metric
+        Lines: the settings (signature fields), under ``--language auto`` the language
+        detected for the example, the token counts per view, then per metric
         its measures and statistics, the multi-reference outcome, the metric-level detail
         and per reference the matched units (``*`` marks the kept reference).
 
@@ -282,6 +349,9 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
     sig = "|".join(f"{k}:{v}" for k, v in e.settings.get("signature", {}).items())
     out = [f"settings: {sig}", *_language_warnings(e.settings.get("language")),
            *zero_token_warnings(explanation)]
+    if e.settings.get("detected_language"):
+        out.insert(1, f"language: {said_language(e.settings['detected_language'])}, detected "
+                      "from the scripts of the texts (--language auto)")
     for name, (pred, refs) in e.views.items():
         out.append(f"tokens ({name})")
         out.append("  " + _tokens_line("prediction", pred, shown=name.startswith("xlsum")))
@@ -299,4 +369,5 @@ def format_explanation(explanation: Explanation, *, width: int = 100) -> str:
 
 
 __all__ = ["Explanation", "MetricExplanation", "PairExplanation", "Tokens", "explain",
-           "format_explanation", "run_settings"]
+           "detected_language", "format_explanation", "run_settings", "said_language",
+           "without_unread"]

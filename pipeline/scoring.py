@@ -143,7 +143,9 @@ class ScoringSettings:
     Raises:
         ConfigError: an unknown metric or option value, a metric listed twice, a threshold
             on a metric the run does not score (or twice on one measure), an option no
-            requested metric reads (``stopwords`` without ROUGE-1.5.5).
+            requested metric reads (:func:`unread_options`: ``stopwords``, ``limit_words``,
+            ``limit_bytes``, ``alpha`` without ROUGE-1.5.5, ``wlcs_weight`` without
+            ``rougeWsum``).
 
     """
 
@@ -180,18 +182,12 @@ class ScoringSettings:
         """Refuse an option no requested metric reads (it would be silently ignored).
 
         Raises:
-            ConfigError: ``stopwords`` other than ``none`` without a ROUGE-1.5.5 metric or
-                tokenizer ``rouge155`` (ROUGE-1.5.5's ``-s``, which nothing else has).
+            ConfigError: the first of :func:`unread_options`.
         """
-        options = dict(self.options)
-        if options.get("stopwords", "none") != "none":
-            families = {registry.family_of(m).name for m in self.metrics}
-            if "rouge155" not in families and not (
-                    "rouge" in families and options.get("tokenizer") == "rouge155"):
-                raise ConfigError(
-                    f"stopwords {options['stopwords']!r} is ROUGE-1.5.5's -s: it needs "
-                    "tokenizer rouge155 or a ROUGE-1.5.5 metric (rougeWsum, rougeS4...)",
-                    hint="add --tokenizer rouge155, or drop --stopwords")
+        unread = unread_options(self.metrics, dict(self.options))
+        if unread:
+            _, message, hint = unread[0]
+            raise ConfigError(message, hint=hint)
 
     @classmethod
     def from_values(cls, **values: Any) -> ScoringSettings:
@@ -265,6 +261,62 @@ class ScoringSettings:
                 **{k: v for k, v in self.options if k not in omitted or v != omitted[k]},
                 "max_tokens": self.max_tokens, "on_long_text": self.on_long_text,
                 "threshold": [str(t) for t in self.thresholds]}
+
+
+# ROUGE-1.5.5's options that every metric scored as the script does reads: key -> its flag.
+_ROUGE155_FLAGS = {"stopwords": "-s", "limit_words": "-l", "limit_bytes": "-b", "alpha": "-p"}
+# XL-Sum's tokenizer options, read by the rouge family's metrics (rouge1 ... rougeLsum).
+_LANGUAGE_KEYS = ("language", "xlsum_rougelsum", "japanese_dictionary")
+
+
+def unread_options(metrics: Sequence[str],
+                   options: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The options set to another value than their default that no metric of ``metrics`` reads.
+
+    Only a value that differs from the option's default counts (a config file or a manifest
+    may list every key at its default). ``stopwords``, ``limit_words``, ``limit_bytes`` and
+    ``alpha`` are read by the metrics scored as ROUGE-1.5.5 does (a ROUGE-1.5.5 metric such
+    as ``rougeWsum`` or ``rougeS4``, or ROUGE under tokenizer ``rouge155``); ``wlcs_weight``
+    by ``rougeWsum`` alone (ROUGE-W's weight); ``language``, ``xlsum_rougelsum`` and
+    ``japanese_dictionary`` by the ROUGE metrics of rouge-score's family (``rouge1`` ...
+    ``rougeLsum``), and ``xlsum_rougelsum`` by ``rougeLsum`` alone.
+
+    Args:
+        metrics: metric names (known to the registry).
+        options: the family options by key (absent keys are at their default).
+
+    Returns:
+        ``(key, message, hint)`` per unread option, in registry order.
+
+    """
+    defaults = {o.key: o.default for o in registry.options()}
+    families = {registry.family_of(m).name for m in metrics}
+    as_script = "rouge155" in families or (
+        "rouge" in families and options.get("tokenizer") == "rouge155")
+    out = []
+    for key, flag in _ROUGE155_FLAGS.items():
+        value = options.get(key, defaults[key])
+        if value != defaults[key] and not as_script:
+            out.append((key, f"{key} {value!r} is ROUGE-1.5.5's {flag}: it needs tokenizer "
+                             "rouge155 or a ROUGE-1.5.5 metric (rougeWsum, rougeS4...)",
+                        f"add --tokenizer rouge155, or drop --{key.replace('_', '-')}"))
+    weight = options.get("wlcs_weight", defaults["wlcs_weight"])
+    if weight != defaults["wlcs_weight"] and "rougeWsum" not in metrics:
+        out.append(("wlcs_weight", f"wlcs_weight {weight!r} is ROUGE-W's weight (the "
+                                   "script's -w): only rougeWsum reads it",
+                    "add rougeWsum to --metrics, or drop --wlcs-weight"))
+    for key in _LANGUAGE_KEYS:  # the rouge family's tokenizer options
+        value = options.get(key, defaults[key])
+        if value != defaults[key] and "rouge" not in families:
+            shown = key if isinstance(value, bool) else f"{key} {value!r}"
+            out.append((key, f"{shown} is read by the ROUGE metrics (rouge1 ... rougeLsum) "
+                             "alone, and none is requested",
+                        f"add a ROUGE metric to --metrics, or drop --{key.replace('_', '-')}"))
+    if options.get("xlsum_rougelsum") and "rouge" in families and "rougeLsum" not in metrics:
+        out.append(("xlsum_rougelsum", "xlsum_rougelsum is read by rougeLsum alone, which "
+                                       "is not requested",
+                    "add rougeLsum to --metrics, or drop --xlsum-rougelsum"))
+    return out
 
 
 def convert_scoring_value(key: str, value: Any) -> Any:
@@ -458,4 +510,4 @@ METRICS = registry.names()
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "ON_LONG_TEXT", "SCORING_KEYS", "DataWarning",
            "ScoredBatch", "Scorer", "ScoringSettings", "Threshold", "as_thresholds",
-           "convert_scoring_value", "scoring_keys"]
+           "convert_scoring_value", "scoring_keys", "unread_options"]

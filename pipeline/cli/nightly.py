@@ -180,17 +180,19 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
     (compare.json, compare.parquet, delta.png, report.html). The baseline is the newest
     complete run dated before tonight with a measure in common with tonight's, scored as
     tonight's for the compared measures (newer ones are passed over, saying so; none scored
-    as tonight's: exit 2, tonight's run kept for the nights after it); the comparison learns its bands and drift from
-    ROOT's earlier dates (their aggregate.parquet, only those scored as tonight for the
-    compared measures). Running the same night again (same RUN_DATE, and RUN_ID when one was
-    set) resumes it; a retry is an attempt of the same night: it compares with the same
-    earlier night, so it keeps the first attempt's verdict on the same predictions. Missing
-    predictions are left out and counted (compare's missing alarm, exit 1) unless SCORE_ARGS
-    says --on-missing. The *_ARGS strings are checked before anything is written; options the
-    nightly sets itself (--output, --run-id, --history...) are refused there.
+    as tonight's: exit 2, tonight's run kept for the nights after it); the comparison learns
+    its bands and drift from ROOT's earlier dates (their aggregate.parquet, only those
+    scored as tonight for the compared measures). Running the same night again (same
+    RUN_DATE, and RUN_ID when one was set) resumes it; a retry is an attempt of the same
+    night: it compares with the same earlier night, so it keeps the first attempt's verdict
+    on the same predictions. Missing predictions are left out and counted (compare's missing
+    alarm, exit 1) unless SCORE_ARGS says --on-missing. The *_ARGS strings are checked
+    before anything is written; options the nightly sets itself (--output, --run-id,
+    --history...) are refused there.
 
     Exit codes: 0 no alarm, or a first night with nothing to compare with; 1 alarm; 2 bad
-    usage or input (a missing extra included; earlier nights, but none scored as tonight's); 3 or 4 as overlap score (output held by another run; execution failure).
+    usage or input (a missing extra included; earlier nights, but none scored as
+    tonight's); 3 or 4 as overlap score (output held by another run; execution failure).
     """
     from pipeline import api
 

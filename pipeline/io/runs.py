@@ -225,6 +225,24 @@ def _verify_file(fs: pafs.FileSystem, name: str, *, shown: str, run_id: Any,
 
 
 
+def _looks_like_input(fs: pafs.FileSystem, root: str) -> bool:
+    """Tell whether a directory without ``_SUCCESS`` is an input folder rather than a run.
+
+    True when it holds neither a manifest nor an aggregate (a run that failed or is being
+    written has its staging beside it, and a published run has both) but holds Parquet
+    files, directly or below (a folder of prediction shards).
+    """
+    try:
+        named = fs.get_file_info([posixpath.join(root, MANIFEST_NAME),
+                                  posixpath.join(root, AGGREGATE_NAME)])
+        if any(i.type != pafs.FileType.NotFound for i in named):
+            return False
+        return any(e.type == pafs.FileType.File and e.path.endswith(".parquet")
+                   for e in fs.get_file_info(pafs.FileSelector(root, recursive=True)))
+    except OSError:
+        return False
+
+
 def _complete_run(path: str, *, hint: str | None = None
                   ) -> tuple[pafs.FileSystem, str, dict[str, Any]]:
     """The filesystem, root and checked manifest of a complete run (with ``_SUCCESS``).
@@ -242,6 +260,11 @@ def _complete_run(path: str, *, hint: str | None = None
     if info[0].type != pafs.FileType.Directory:
         raise InputError(f"{path}: no such run directory")
     if info[1].type != pafs.FileType.File:
+        if _looks_like_input(fs, root):
+            raise InputError(f"{path} is not a run directory: it holds Parquet files but no "
+                             f"{MANIFEST_NAME} or {AGGREGATE_NAME}; it looks like input "
+                             "predictions: score it first",
+                             hint=f"overlap score {path} --output DIR, then give DIR")
         raise InputError(f"{path} is not a complete run: it has no {SUCCESS_MARKER} marker",
                          hint=hint)
     manifest = read_manifest(fs, posixpath.join(root, MANIFEST_NAME), path)
@@ -263,7 +286,8 @@ def open_run(path: str) -> RunInfo:
         A :class:`RunInfo`.
 
     Raises:
-        InputError: not a directory; no ``_SUCCESS`` (incomplete or failed run); a missing
+        InputError: not a directory; an input folder (Parquet files, neither manifest nor
+            aggregate: said to be one); no ``_SUCCESS`` (incomplete or failed run); a missing
             or unreadable manifest, or one with a field of another JSON type; no example
             files; a file the manifest lists missing, or one it does not list present; a
             file with other rows, size or checksum than the manifest records, or written by

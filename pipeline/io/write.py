@@ -293,6 +293,7 @@ class OutputDir:
         self.overwrite = overwrite
         self.uri = uri
         self._lock = OutputLock(self.final, output=uri)
+        self._made: list[str] = []  # directories above the output this run created
 
     def is_complete(self) -> bool:
         """Tell whether the destination holds a published run (``_SUCCESS`` present)."""
@@ -314,7 +315,9 @@ class OutputDir:
         """Take the output's lock, check the destination, resume or create the staging.
 
         The lock (:class:`pipeline.io.lock.OutputLock`) is held until :meth:`publish` or
-        :meth:`release`.
+        :meth:`release`. The directories above the output that do not exist yet are
+        created here (the lock and the staging live beside the output) and noted:
+        :meth:`release` removes those left empty, so a refused run leaves nothing behind.
 
         The staging directory is resumed when it holds the same key and ``run_id`` (the
         staged examples carry the run id); otherwise it is emptied and started afresh.
@@ -330,11 +333,12 @@ class OutputDir:
             ExecutionError: the storage refused.
 
         """
-        self._lock.acquire(run_id=run_id)
+        self._made = self._made or _missing_parents(self.final)
         try:
+            self._lock.acquire(run_id=run_id)
             self._check_destination()
         except BaseException:
-            self._lock.release()
+            self.release()
             raise
         resume = run_id is not None and self.resumable_run_id() == run_id
         try:
@@ -436,8 +440,16 @@ class OutputDir:
                     hint="run again; one run per --output at a time")
 
     def release(self) -> None:
-        """Release the output's lock (see :meth:`prepare`); the staging directory stays."""
+        """Release the output's lock (see :meth:`prepare`); the staging directory stays.
+
+        Then the directories :meth:`prepare` created above the output are removed when
+        they are empty (a refused or aborted run), deepest first; a directory holding
+        anything (the published run, a staging directory kept for a resume, another run's
+        files) stays, and so does every directory that existed before.
+        """
         self._lock.release()
+        made, self._made = self._made, []
+        _remove_empty_dirs(self.final.fs, made)
 
     def staged(self, name: str) -> Location:
         """Return the staging location of an output file (``name`` relative to the run dir)."""
@@ -549,6 +561,42 @@ class OutputDir:
                 self.staging.fs.delete_dir(self.staging.path)
         except OSError:
             pass
+
+
+def _missing_parents(loc: Location) -> list[str]:
+    """The directories above ``loc`` that do not exist yet, deepest first (paths on its fs).
+
+    An unreadable level ends the walk: nothing above it is ever removed.
+    """
+    missing: list[str] = []
+    path = posixpath.dirname(loc.path.rstrip("/"))
+    while path and path not in ("/", "."):
+        try:
+            if loc.fs.get_file_info(path).type != pafs.FileType.NotFound:
+                break
+        except OSError:
+            break
+        missing.append(path)
+        path = posixpath.dirname(path)
+    return missing
+
+
+def _remove_empty_dirs(fs: pafs.FileSystem, paths: list[str]) -> None:
+    """Remove each directory of ``paths`` (deepest first) while it is empty (best effort).
+
+    Locally ``os.rmdir``, which refuses a directory that is not empty, so a file another
+    process puts there meanwhile is never deleted; elsewhere (object stores, where a
+    directory is a prefix or a marker) a directory is deleted only when it lists nothing.
+    """
+    for path in paths:
+        try:
+            if isinstance(fs, pafs.LocalFileSystem):
+                os.rmdir(path)
+            elif fs.get_file_info(path).type == pafs.FileType.Directory \
+                    and not fs.get_file_info(pafs.FileSelector(path)):
+                fs.delete_dir(path)
+        except OSError:
+            return  # not empty (or not ours to judge): the directories above stay too
 
 
 def _within(path: str, root: str) -> bool:

@@ -395,7 +395,7 @@ def _explain_pair(prediction: str | None, references: list[str | None], metric: 
     None when a text is missing, the metric's family has no explanation, or such a run has
     no language for the example.
     """
-    from pipeline.explanation import explain, run_settings
+    from pipeline.explanation import explain, run_settings, without_unread
     from pipeline.metrics.registry import family_of
     from pipeline.metrics.rouge.languages import language_column
 
@@ -407,13 +407,22 @@ def _explain_pair(prediction: str | None, references: list[str | None], metric: 
         if not language:
             return None
         settings["language"] = language
-    return explain(prediction, references, **settings)
+    return explain(prediction, references, **without_unread(settings))
 
 
-def _tokens_html(label: str, tokens: Any, classes: dict[int, str]) -> str:
-    """Per-language tokens (``--language``) as compared, quoted, the matched ones marked."""
+def _tokens_html(label: str, tokens: Any, classes: dict[int, str],
+                 explanation: Any = None) -> str:
+    """Per-language tokens (``--language``) as compared, quoted, the matched ones marked.
+
+    Under ``--language auto`` the label says the language detected for the example (from
+    ``explanation``, the side's :class:`pipeline.explanation.Explanation`).
+    """
+    from pipeline.explanation import said_language
+
+    detected = explanation.settings.get("detected_language") if explanation else None
+    language = f", language {said_language(detected)} (detected)" if detected else ""
     return (f'<div class="label">{esc(label)}: {len(tokens.tokens)} tokens as compared '
-            "(quoted)</div>"
+            f"(quoted){esc(language)}</div>"
             f'<p class="tokens">{marked_tokens(tokens.tokens, classes)}</p>')
 
 
@@ -485,7 +494,8 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
             out.append(f'<div class="label">{esc(side)} prediction</div>'
                        f'<p class="text">{marked_text(text, spans, classes)}</p>')
             if m is not None and m.view.startswith("xlsum"):  # tokens not in the text
-                out.append(_tokens_html(f"{side} prediction", m.prediction, classes))
+                out.append(_tokens_html(f"{side} prediction", m.prediction, classes,
+                                        eb if side == "baseline" else ec))
         if references:
             hit_b = set(pair_b.reference_positions) if pair_b is not None else set()
             hit_c = set(pair_c.reference_positions) if pair_c is not None else set()
@@ -499,7 +509,8 @@ def _examples_section(result: Any, base_run: Any, cand_run: Any) -> list[str]:
                        f'<p class="text">{marked_text(references[ref_index], spans, classes)}'
                        "</p>")
             if m is not None and m.view.startswith("xlsum"):
-                out.append(_tokens_html(which, m.references[ref_index], classes))
+                out.append(_tokens_html(which, m.references[ref_index], classes,
+                                        ec if mc is not None else eb))
         out.append("</section>")
     return out
 

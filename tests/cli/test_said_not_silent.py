@@ -143,6 +143,27 @@ def test_a_null_language_names_its_ids(tmp_path):
     (["--japanese-dictionary", "unidic"], None, "japanese_dictionary needs --language"),
     ([], "japanese_dictionary: unidic\n", "japanese_dictionary needs --language"),
     (["--xlsum-rougelsum"], None, "xlsum_rougelsum needs --language"),
+    (["--limit-words", "3"], None, "limit_words 3 is ROUGE-1.5.5's -l: it needs tokenizer "
+     "rouge155 or a ROUGE-1.5.5 metric"),
+    (["--metrics", "bleu", "--limit-bytes", "9"], None, "limit_bytes 9 is ROUGE-1.5.5's -b"),
+    ([], "alpha: 0.3\n", "alpha 0.3 is ROUGE-1.5.5's -p"),
+    (["--metrics", "rouge1,rougeLsum", "--tokenizer", "rouge155", "--wlcs-weight", "1.5"],
+     None, "wlcs_weight 1.5 is ROUGE-W's weight (the script's -w): only rougeWsum reads it"),
+    ([], "metrics: rougeS4\nwlcs_weight: 2\n", "wlcs_weight 2.0 is ROUGE-W's weight"),
+    (["--language", "russian", "--japanese-dictionary", "unidic"], None,
+     "japanese_dictionary 'unidic' is read under --language japanese only: language "
+     "'russian' never reads it"),
+    ([], "language: ja\njapanese_dictionary: unidic\n",  # a code is not the language
+     "japanese_dictionary 'unidic' is read under --language japanese only"),
+    (["--metrics", "bleu", "--language", "russian"], None,
+     "language 'russian' is read by the ROUGE metrics (rouge1 ... rougeLsum) alone, and none "
+     "is requested"),
+    (["--metrics", "rougeWsum", "--japanese-dictionary", "unidic"], None,
+     "japanese_dictionary 'unidic' is read by the ROUGE metrics"),
+    ([], "metrics: chrf\nxlsum_rougelsum: true\n",
+     "xlsum_rougelsum is read by the ROUGE metrics"),
+    (["--metrics", "rouge1", "--language", "russian", "--xlsum-rougelsum"], None,
+     "xlsum_rougelsum is read by rougeLsum alone, which is not requested"),
 ])
 def test_an_option_nothing_reads_is_refused_in_one_line(table, tmp_path, args, config,
                                                         message):
@@ -164,6 +185,28 @@ def test_the_options_where_they_are_read_still_run(table, tmp_path, args):
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert "tok:rouge155" in manifest["signature"]
     assert ("stop:smart" in manifest["signature"]) == ("smart" in args)
+
+
+@pytest.mark.parametrize(("args", "config", "fields"), [
+    (["--tokenizer", "rouge155", "--metrics", "rouge1", "--limit-words", "3", "--alpha",
+      "0.3"], None, ["lw:3", "alpha:0.3"]),
+    (["--metrics", "rougeS4", "--limit-bytes", "20"], None, ["lb:20"]),
+    (["--metrics", "rougeWsum", "--wlcs-weight", "1.5"], None, ["wlcs:1.5"]),
+    # the defaults, written out (default.yaml lists every key): not a value the user set
+    ([], "stopwords: none\nlimit_words: 0\nlimit_bytes: 0\nalpha: 0.5\nwlcs_weight: 1.2\n"
+         "japanese_dictionary: unidic-lite\n", ["tok:rouge-score"]),
+    (["--language", "auto", "--japanese-dictionary", "unidic", "--metrics", "rouge1"], None,
+     ["tok:xlsum"]),
+])
+def test_the_rouge155_options_and_the_dictionary_where_they_are_read(table, tmp_path, args,
+                                                                     config, fields):
+    if "--language" in args:
+        pytest.importorskip("jieba")
+    result = _score(table, tmp_path, *args, config=config)
+    assert result.exit_code == 0, result.output
+    signature = json.loads((tmp_path / "r" / "manifest.json").read_text())["signature"]
+    for field in fields:
+        assert field in signature.split("|"), (field, signature)
 
 
 def test_a_config_file_value_error_names_the_file(table, tmp_path):

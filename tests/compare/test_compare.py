@@ -256,6 +256,29 @@ def test_incomplete_and_missing_runs_exit_2(tmp_path, scored, runs):
     assert result.exit_code == 2 and "no such run directory" in result.output
 
 
+def test_an_input_folder_given_as_a_run_is_said_to_be_one(tmp_path, runs):
+    from pathlib import Path
+
+    bundled = Path(__file__).resolve().parents[2] / "pipeline/data/realsumm/predictions"
+    nested = tmp_path / "preds" / "day=1"  # shards below the folder count too
+    nested.mkdir(parents=True)
+    (nested / "part-0.parquet").write_bytes(next(bundled.glob("*.parquet")).read_bytes())
+    for folder in (bundled, tmp_path / "preds"):
+        for args in (["compare", str(runs["base"]), str(folder)],
+                     ["report", str(folder), "--output", str(tmp_path / "r.html")]):
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 2, result.output
+            lines = result.stderr.splitlines()
+            assert len(lines) == 1 and "Traceback" not in result.output, result.output
+            assert f"{folder} is not a run directory" in lines[0], lines[0]
+            assert "; it looks like input predictions: score it first" in lines[0], lines[0]
+            assert "_SUCCESS" not in lines[0]
+    assert not (tmp_path / "r.html").exists()
+    (tmp_path / "empty").mkdir()  # nothing in it: still the unfinished-run message
+    result = CliRunner().invoke(main, ["compare", str(runs["base"]), str(tmp_path / "empty")])
+    assert result.exit_code == 2 and "no _SUCCESS marker" in result.output
+
+
 def test_no_common_example_exits_2(tmp_path, scored, runs):
     other = write_run(tmp_path / "o", scored.assign(id=scored["id"] + "-x"), run_id="o")
     result = CliRunner().invoke(main, ["compare", str(runs["base"]), str(other)])

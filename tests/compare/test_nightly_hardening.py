@@ -159,7 +159,7 @@ def test_bad_input_is_one_line_and_leaves_no_directory(tmp_path):
     pq.write_table(pa.table({"id": ["a", "a", "b"], "prediction": ["x y", "x", "y"]}), dup)
     refs = tmp_path / "refs.parquet"
     pq.write_table(pa.table({"id": ["a", "b"], "references": [["x y"], ["y"]]}), refs)
-    for root in (tmp_path / "x", tmp_path / "existing"):
+    for root in (tmp_path / "x", tmp_path / "existing", tmp_path / "new" / "a" / "nights"):
         if root.name == "existing":
             root.mkdir()
         result = CliRunner().invoke(main, ["nightly", str(root), str(dup), str(refs),
@@ -169,9 +169,11 @@ def test_bad_input_is_one_line_and_leaves_no_directory(tmp_path):
         lines = _stderr_lines(result)
         assert len(lines) == 1 and "more than once" in lines[0], result.stderr
         assert "Traceback" not in result.output
-        # what the nightly created is gone; a ROOT that was there stays, empty
+        # what the nightly created is gone (ROOT's new parents too); a ROOT that was there
+        # stays, empty
         assert (root.exists(), list(root.iterdir()) if root.exists() else []) == \
             ((root.name == "existing"), [])
+    assert not (tmp_path / "new").exists()
 
 
 def test_publish_args_with_a_path_as_iceberg_is_refused_before_scoring(tmp_path, predictions):

@@ -228,3 +228,63 @@ def test_a_link_planted_at_a_temporary_name_is_never_written_through(tmp_path, p
         assert not tmp.exists() and not tmp.is_symlink()
     assert (tmp_path / "state.json").read_text() == "{}\n"
     assert pq.read_table(tmp_path / "part.parquet").num_rows == 1
+
+
+def _no_reference(folder: Path) -> Path:
+    """Predictions the check stage refuses (after the output's directories are made)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": ["a", "b"], "prediction": ["the cat", "a dog"],
+                             "references": [["the cat sat"], []]}), folder / "bad.parquet")
+    return folder / "bad.parquet"
+
+
+def test_a_refused_run_removes_the_directories_it_made_and_no_other(tmp_path):
+    bad = _no_reference(tmp_path / "in")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    out = mine / "new" / "a" / "b" / "out"
+    _one_line_exit(_score(bad, out), 2, "empty or null list of references")
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]  # new/a/b gone
+    empty = tmp_path / "empty"  # there before the run, empty: not ours to remove
+    empty.mkdir()
+    _one_line_exit(_score(bad, empty / "b" / "out"), 2, "empty or null list of references")
+    assert empty.is_dir() and list(empty.iterdir()) == []
+    result = _score(_inputs(tmp_path / "good"), out)  # a run that goes through keeps them
+    assert result.exit_code == 0, result.output
+    assert (out / "_SUCCESS").is_file()
+
+
+def test_the_directories_made_stay_while_they_hold_anything(tmp_path):
+    from pipeline.io.write import OutputDir
+
+    out = OutputDir(str(tmp_path / "new" / "a" / "out"), overwrite=False, key="k")
+    out.prepare(run_id="r1")
+    out.release()  # an interrupted run: its staging stays for a resume, and so do they
+    assert (tmp_path / "new" / "a" / ".out.overlap-staging-k" / "state.json").is_file()
+    again = OutputDir(str(tmp_path / "new" / "a" / "out"), overwrite=False, key="k")
+    assert again.prepare(run_id="r1")  # resumed; new/a were there before this run
+    (tmp_path / "new" / "other.txt").write_text("someone else's")
+    again.abort()
+    again.release()
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["a", "other.txt"]
+    assert list((tmp_path / "new" / "a").iterdir()) == []
+
+
+def test_the_directories_made_on_object_storage_are_removed_too(monkeypatch):
+    pytest.importorskip("fsspec")
+    import uuid
+
+    from pipeline.io.write import OutputDir
+
+    monkeypatch.setattr(lock_module, "SETTLE_S", 0.0)
+    bucket = f"memory://made-{uuid.uuid4().hex[:8]}"
+    keep = locate(f"{bucket}/keep")
+    keep.fs.create_dir(keep.path)
+    out = OutputDir(f"{bucket}/keep/new/a/out", overwrite=False, key="k")
+    out.prepare(run_id="r1")
+    assert keep.fs.get_file_info(f"{keep.path}/new/a").type.name == "Directory"
+    out.abort()
+    out.release()
+    assert keep.fs.get_file_info(f"{keep.path}/new").type.name == "NotFound"
+    assert keep.fs.get_file_info(keep.path).type.name == "Directory"

@@ -27,6 +27,7 @@ from pipeline.errors import ConfigError
 from pipeline.tokenizers.multilingual import (
     AUTO,
     LanguageTokenizer,
+    canonical_language,
     check_language,
     detect_language,
     get_language_tokenizer,
@@ -68,12 +69,27 @@ def detected_languages(predictions: Sequence[str | None],
     return [detect_language([p, *rs]) for p, rs in zip(predictions, references, strict=True)]
 
 
+def dictionary_unread(options: Mapping[str, Any]) -> bool:
+    """Tell whether a ``japanese_dictionary`` other than the default goes unread.
+
+    True when ``language`` is one fixed language other than japanese (an alias counts as
+    its language; ``auto`` and ``column:COL`` may meet Japanese rows, so they read it).
+    """
+    language = options.get("language")
+    if str(options.get("japanese_dictionary", "unidic-lite")) == "unidic-lite" \
+            or not language or is_auto(language) or language_column(language) is not None \
+            or not str(language).strip():
+        return False
+    return canonical_language(str(language)) != "japanese"
+
+
 def check_options(options: Mapping[str, Any]) -> None:
     """Refuse combinations ``--language`` does not have; check the extra is installed.
 
     Raises:
         ConfigError: ``stemmer language``, ``xlsum_rougelsum`` or a ``japanese_dictionary``
-            other than the default without a language; ``stemmer language`` with ``auto``;
+            other than the default without a language; such a ``japanese_dictionary`` with
+            one fixed language other than japanese; ``stemmer language`` with ``auto``;
             a language with another tokenizer, the Porter stemmer or case kept; an empty
             column name; a missing ``multilingual`` extra.
     """
@@ -101,6 +117,11 @@ def check_options(options: Mapping[str, Any]) -> None:
     column = language_column(language)
     stem = options.get("stemmer") == "language"
     dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
+    if dictionary_unread(options):
+        raise ConfigError(f"japanese_dictionary {dictionary!r} is read under --language "
+                          f"japanese only: language {language!r} never reads it",
+                          hint="drop --japanese-dictionary, or use --language japanese, "
+                               "auto or column:COL")
     if is_auto(language):
         if stem:
             raise ConfigError("--language auto detects the script, not the language, so it "
@@ -275,6 +296,7 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
 
 
 __all__ = ["COLUMN_PREFIX", "UNNAMED_PREFIX", "check_options", "detected_languages",
+           "dictionary_unread",
            "fallback_notes", "has_letters", "is_auto",
            "language_column", "line_tokens", "sentences", "tokenized", "tokenizers_for",
            "unnamed_counts"]
