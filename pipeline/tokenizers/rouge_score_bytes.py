@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 _SPACE = 32
 _NUL = 0
@@ -59,6 +60,7 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
     set, confirmed byte by byte against the arena.
     """
     n_texts = text_offsets.shape[0] - 1
+    n_buf = buf.shape[0]
     t, q, line, n_tok, n_ids = state[0], state[1], state[2], state[3], state[4]
     cap = slots.shape[0] >> 1
     mask = cap - 1
@@ -80,21 +82,38 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
                 q += 1
                 continue
             s = q
-            key = np.uint64(0)
-            shift = np.uint64(0)
-            rolling = np.uint64(5381)  # djb2 over every byte, the key of a long token
-            while q < end:
-                c = table[buf[q]]
-                if c <= _SPACE:
-                    break
-                # (bytes past the 8th land anywhere: a long token's key is `rolling`)
-                key |= np.uint64(c) << (shift & np.uint64(63))
-                shift += np.uint64(8)
-                rolling = (rolling << np.uint64(5)) + rolling + np.uint64(c)
-                q += 1
-            length = q - s
+            if s + 8 <= n_buf:
+                # 8 bytes classified at once, branch-free: bit i of `token` set when byte
+                # s + i is a token byte; the token ends at the first clear bit or at the
+                # text's end (bit `limit`), so no branch depends on where a token ends.
+                word = np.uint64(0)
+                token = np.uint64(0)
+                for i in range(8):
+                    c = table[buf[s + i]]
+                    word |= np.uint64(c) << np.uint64(8 * i)
+                    token |= np.uint64(c > _SPACE) << np.uint64(i)
+                limit = min(end - s, 8)
+                stops = ~token | (np.uint64(1) << np.uint64(limit))
+                length = np.int64(trailing_zeros(stops))
+                q = s + length
+                if length < 8:
+                    key = word & ((np.uint64(1) << np.uint64(8 * length)) - np.uint64(1))
+                else:
+                    key = word
+                    while q < end and table[buf[q]] > _SPACE:
+                        q += 1
+                    length = q - s
+            else:  # the buffer's last 7 bytes: one byte at a time
+                key = np.uint64(0)
+                while q < end and table[buf[q]] > _SPACE:
+                    key |= np.uint64(table[buf[q]]) << (np.uint64(8 * (q - s)) & np.uint64(63))
+                    q += 1
+                length = q - s
             if length > 8:
-                key = rolling | _LONG
+                key = np.uint64(5381)  # djb2 over every byte, the key of a long token
+                for z in range(s, q):
+                    key = (key << np.uint64(5)) + key + np.uint64(table[buf[z]])
+                key |= _LONG
             full = key ^ (key >> np.uint64(33))
             full *= _MIX
             full ^= full >> np.uint64(33)

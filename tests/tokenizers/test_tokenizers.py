@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import pickle
 
 import numpy as np
@@ -164,3 +165,34 @@ def test_whitespace_tokens_do_not_depend_on_the_bytes_after_a_text(text):
     for after in (b"\x00", b"A", b" ", b"\x80", b"\xc3", b"\xf0", b"\xff"):
         lines = tokenizer.split_lines(_followed_by(text, after * 16)).to_pylist()
         assert [t for t in lines[0] if t] == text.split(), after
+
+
+@pytest.mark.parametrize("length", range(1, 19))
+def test_byte_scan_tokens_are_rouge_scores_whatever_bytes_follow_a_text(length):
+    # The compiled scan classifies 8 bytes at a time and reads past a token's (and a text's)
+    # end: tokens of 1-18 bytes at every position of a text, followed in the buffer by
+    # token bytes, spaces, newlines or nothing, decoded from the kernel's vocabulary, next
+    # to the bytes either side of the token classes' ranges (@ [ ` { / : DEL, non-ASCII).
+    # The case-keeping table's tokens are rouge-score's rule without lowercasing: runs of
+    # [A-Za-z0-9].
+    import re
+
+    from pipeline.compiled import kernel
+    from pipeline.tokenizers.rouge_score import _CLASS_LOWER, _CLASS_MIXED
+
+    tokenize = kernel("tokenize_bytes")
+    word = "abcdefghijklmnopqrstuvwxyz"[:length]
+    for text in (word, f"x {word}", f"{word} Y", f"{word}.{word.upper()}\n\n{word}",
+                 f"{word}\u0130{word}", f"ab{word}  {word[::-1]}\x00q",
+                 f"@{word.upper()}[`{word}{{9/0:", f"Z\u00e9{word}\u00c9{word.upper()}\x7f1"):
+        for after in (b"", b"q" * 16, b"Q" * 16, b" " * 16, b"\n" * 16):
+            data = text.encode()
+            buf = np.frombuffer(data + after, dtype=np.uint8)
+            for table, expected in (
+                    (_CLASS_LOWER, rs_tokenize.tokenize(text.replace("\u0130", " "), None)),
+                    (_CLASS_MIXED, re.findall("[A-Za-z0-9]+", text))):
+                ids, _, _, arena, vocab_offsets, _ = tokenize(
+                    buf, np.array([0, len(data)], dtype=np.int64), table)
+                vocab = [bytes(arena[a:b]).decode()
+                         for a, b in itertools.pairwise(vocab_offsets)]
+                assert [vocab[i] for i in ids] == expected, (text, after, table is _CLASS_LOWER)
