@@ -28,21 +28,26 @@ LANGUAGE = {"zh": "chinese", "th": "thai", "ru": "russian"}
 ITEM = re.compile(r'<(span|mark)(?: class="(\w*)")?>(.*?)</\1>')
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("languages")
-    ids = list(REFERENCES)
-    for name, texts in (("base", BASE), ("cand", CAND)):
-        pq.write_table(pa.table({"id": ids, "lang": [LANGUAGE[i] for i in ids],
+def _score_base_and_cand(root, references, base, cand, *options, columns=None):
+    # runs ROOT/base and ROOT/cand (run ids base, cand) of the same references, texts kept
+    ids = list(references)
+    for name, texts in (("base", base), ("cand", cand)):
+        pq.write_table(pa.table({"id": ids, **(columns or {}),
                                  "prediction": [texts[i] for i in ids],
-                                 "references": [[REFERENCES[i]] for i in ids]}),
+                                 "references": [[references[i]] for i in ids]}),
                        root / f"{name}.parquet")
-        result = invoke("score", root / f"{name}.parquet", "--output", root / name,
-                        "--metrics", "rouge1,rougeL", "--language", "column:lang",
-                        "--stemmer", "language", "--keep-text", "--bootstrap", "0",
-                        "--run-id", name)
+        result = invoke("score", root / f"{name}.parquet", "--output", root / name, *options,
+                        "--keep-text", "--bootstrap", "0", "--run-id", name)
         assert result.exit_code == 0, result.output
     return root
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return _score_base_and_cand(
+        tmp_path_factory.mktemp("languages"), REFERENCES, BASE, CAND,
+        "--metrics", "rouge1,rougeL", "--language", "column:lang", "--stemmer", "language",
+        columns={"lang": [LANGUAGE[i] for i in REFERENCES]})
 
 
 @pytest.fixture(scope="module")
@@ -146,17 +151,8 @@ DETECTED = {"baseline": {"zh": "chinese", "th": "thai", "ru": "other", "mix": "o
 
 @pytest.fixture(scope="module")
 def auto_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("auto")
-    ids = list(AUTO_REFERENCES)
-    for name, texts in (("base", AUTO_BASE), ("cand", AUTO_CAND)):
-        pq.write_table(pa.table({"id": ids, "prediction": [texts[i] for i in ids],
-                                 "references": [[AUTO_REFERENCES[i]] for i in ids]}),
-                       root / f"{name}.parquet")
-        result = invoke("score", root / f"{name}.parquet", "--output", root / name,
-                        "--metrics", "rouge1", "--language", "auto", "--keep-text",
-                        "--bootstrap", "0", "--run-id", name)
-        assert result.exit_code == 0, result.output
-    return root
+    return _score_base_and_cand(tmp_path_factory.mktemp("auto"), AUTO_REFERENCES, AUTO_BASE,
+                                AUTO_CAND, "--metrics", "rouge1", "--language", "auto")
 
 
 def _said(language: str) -> str:
