@@ -262,13 +262,9 @@ def _language_warnings(language: Any) -> list[str]:
     """A ``warning: ...`` line when ``--language NAME`` falls back (not a named language)."""
     if not isinstance(language, str) or not language:
         return []
-    from pipeline.metrics.rouge.languages import is_auto, language_column
-    from pipeline.tokenizers.multilingual import unnamed_language_note
+    from pipeline.metrics.rouge.languages import fallback_notes
 
-    if is_auto(language) or language_column(language) is not None:
-        return []
-    note = unnamed_language_note(language)
-    return [f"warning: {note}"] if note else []
+    return [f"warning: {note}" for note in fallback_notes({"language": language})]
 
 
 def _tokens_line(label: str, t: Tokens, *, shown: bool = False) -> str:

@@ -382,8 +382,6 @@ def score_languages(predictions: Sequence[str | None],
         ConfigError: a missing extra, or an empty per-row language.
 
     """
-    from pipeline.tokenizers.multilingual import unnamed_language_note
-
     n = len(predictions)
     column = languages.language_column(options.get("language"))
     row_languages = None if column is None else list((columns or {}).get(column, []))
@@ -393,16 +391,10 @@ def score_languages(predictions: Sequence[str | None],
     counts = {"zero_token_texts_language": 0}
     if column is not None and row_languages is not None:
         counts.update(languages.unnamed_counts(row_languages))
-        notes = [unnamed_language_note(k[len(languages.UNNAMED_PREFIX):],
-                                       where=f"(column {column!r}, {n} rows)")
-                 for k, n in counts.items() if k.startswith(languages.UNNAMED_PREFIX)]
-    elif row_languages is None:
-        notes = [unnamed_language_note(str(options["language"]))]
-    else:
-        notes = []
-    for note in notes:
-        if note:
-            warnings.warn(note, UnnamedLanguageWarning, stacklevel=3)
+    prefix = languages.UNNAMED_PREFIX
+    unnamed = {k[len(prefix):]: v for k, v in counts.items() if k.startswith(prefix)}
+    for note in languages.fallback_notes(options, {"unnamed_languages": unnamed}):
+        warnings.warn(note, UnnamedLanguageWarning, stacklevel=3)
     n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=n)
     texts = list(predictions) + [t for r in references for t in r]
     tokenizers = per_example + [tok for tok, k in zip(per_example, n_refs.tolist(), strict=True)
