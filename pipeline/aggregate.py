@@ -676,6 +676,15 @@ def aggregate_parts(uris: Sequence[str], *, metrics: Sequence[str | MetricSpec],
                 intervals[i] = stats.percentile_interval(
                     stats.evaluate(estimates, sums, totals, size=ordered[i].n), confidence)
             del shares
+    return _merged_output(ordered, intervals, columns, rows, group_by, group_types)
+
+
+def _merged_output(ordered: Sequence[ScopeSums],
+                   intervals: Sequence[tuple[np.ndarray, np.ndarray] | None],
+                   columns: Sequence[str], rows: Sequence[_Row], group_by: Sequence[str],
+                   group_types: Sequence[pa.DataType]) -> pa.Table:
+    """The long-format table of merged scopes (in output order) and their intervals."""
+    estimates = [r.estimate for r in rows]
     out = []
     used = sorted({c for e in estimates for c in e.columns})
     for sc, ci in zip(ordered, intervals, strict=True):
@@ -684,6 +693,137 @@ def aggregate_parts(uris: Sequence[str], *, metrics: Sequence[str | MetricSpec],
         out.append((sc.kind, sc.key, sc.n,
                     stats.evaluate(estimates, sums, np.array([float(sc.n)]))[0], ci, sums[0]))
     return _output(out, rows, group_by, group_types)
+
+
+# ---------------------------------------------------------------------------------------
+# The whole run's aggregate from its parts' shares, computed where the rows were scored
+# (no group columns): each part sums its ``all`` scope and resamples it on the grid its
+# count and largest values suggest; the caller keeps the shares only when every part's
+# grid is the one of the whole scope (then they add up to aggregate_parts' sums, bit for
+# bit), and otherwise aggregates the examples files.
+
+
+@dataclass(frozen=True)
+class ShareSpec:
+    """What a part needs to compute its :class:`PartShare` (picklable, small).
+
+    Attributes:
+        columns: the value columns (:func:`value_columns`).
+        id_column: the example id (keys the weights).
+        n_expected: the rows the whole ``all`` scope is expected to hold (fixes the guessed
+            grid: :func:`pipeline.stats.grid_scales`), >= 1.
+        n_bootstrap: resamples, >= 0.
+        seed: the seed.
+
+    """
+
+    columns: tuple[str, ...]
+    id_column: str
+    n_expected: int
+    n_bootstrap: int
+    seed: int
+
+
+@dataclass
+class PartShare:
+    """One part's share of the ``all`` scope: its sums and its resampled sums.
+
+    Attributes:
+        sums: the part's :class:`ScopeSums` of the ``all`` scope (``n`` 0: no row).
+        scales: float64 (k,), the grid the resampled sums are on (from ``n_expected`` and
+            the part's largest values); None without resamples.
+        resamples: ``(sums, totals)``, float64 (n_bootstrap, k) and (n_bootstrap,), exact
+            on ``scales``' grid; None without resamples or rows.
+
+    """
+
+    sums: ScopeSums
+    scales: np.ndarray | None
+    resamples: tuple[np.ndarray, np.ndarray] | None
+
+
+def part_share(table: pa.Table, spec: ShareSpec, *, part: int) -> PartShare:
+    """A part's :class:`PartShare` (no group columns).
+
+    Args:
+        table: the part's examples (the value and id columns; any number of rows).
+        spec: the columns, the expected count, the bootstrap's settings.
+        part: the part's position (recorded in ``ScopeSums.parts``).
+
+    Raises:
+        InputError: a missing column or null ids.
+
+    """
+    k = len(spec.columns)
+    if table.num_rows == 0:
+        return PartShare(ScopeSums("all", (), 0, np.zeros(k), [[] for _ in range(k)], [part]),
+                         None, None)
+    prepared = scopes_of(table, columns=spec.columns, id_column=spec.id_column)
+    values = prepared.values
+    sums = ScopeSums("all", (), len(values), stats.column_max_abs(values),
+                     [stats.exact_partials(values[:, q]) for q in range(k)], [part])
+    if not spec.n_bootstrap:
+        return PartShare(sums, None, None)
+    weight = stats.MAX_WEIGHT["poisson"]
+    scales = stats.grid_scales(max(spec.n_expected, sums.n), sums.max_abs, max_weight=weight)
+    keys = stats.stream_keys(prepared.hashes, seed=spec.seed, weights="poisson")
+    grid = stats.to_grid(values, max_weight=weight, scales=scales)
+    return PartShare(sums, scales, stats.resample_sums(grid, keys, weights="poisson", first=0,
+                                                       count=spec.n_bootstrap))
+
+
+def aggregate_shares(shares: Sequence[PartShare], *, metrics: Sequence[str | MetricSpec],
+                     thresholds: Sequence[Threshold] = (), n_bootstrap: int = 1000,
+                     confidence: float = 0.95, options: Mapping[str, Any] | None = None
+                     ) -> pa.Table | None:
+    """:func:`aggregate_parts` of the parts' shares (no group columns): the same table.
+
+    The shares' sums are merged; when every part holding rows resampled on the grid of the
+    whole scope (its count and largest values), their resampled sums are exact multiples of
+    that grid and add up to the sums :func:`aggregate_parts` computes from the examples
+    files, bit for bit.
+
+    Args:
+        shares: every part's :class:`PartShare` (from :func:`part_share` with the same
+            ``columns``, ``n_bootstrap`` and seed), in any order.
+        metrics: as :func:`aggregate`.
+        thresholds: as :func:`aggregate`.
+        n_bootstrap: as :func:`aggregate`.
+        confidence: as :func:`aggregate`.
+        options: as :func:`aggregate`.
+
+    Returns:
+        The table, or None when a part's grid is not the whole scope's (the caller then
+        aggregates the examples files).
+
+    Raises:
+        InputError: no example.
+
+    """
+    columns, rows = _layout(resolve_specs(metrics, options), thresholds)
+    merged = ScopeSums("all", (), 0, np.zeros(len(columns)), [[] for _ in columns], [])
+    for share in shares:
+        merged.merge(share.sums)
+    if merged.n == 0:
+        raise InputError("nothing to aggregate: no example was scored")
+    interval = None
+    if n_bootstrap:
+        scales = stats.grid_scales(merged.n, merged.max_abs,
+                                   max_weight=stats.MAX_WEIGHT["poisson"])
+        sums = np.zeros((n_bootstrap, len(columns)))
+        totals = np.zeros(n_bootstrap)
+        for share in shares:
+            if not share.sums.n:
+                continue
+            if share.resamples is None or share.scales is None \
+                    or not np.array_equal(share.scales, scales):
+                return None
+            sums += share.resamples[0]  # exact: multiples of the scope's grid
+            totals += share.resamples[1]
+        interval = stats.percentile_interval(
+            stats.evaluate([r.estimate for r in rows], sums, totals, size=merged.n),
+            confidence)
+    return _merged_output([merged], [interval], columns, rows, (), ())
 
 
 # ---------------------------------------------------------------------------------------
@@ -792,6 +932,7 @@ def metric_aggregates(table: pa.Table, metrics: Sequence[str | MetricSpec], *,
 
 
 __all__ = ["RESAMPLES_PER_CHUNK", "SUMS_BLOCK_BYTES", "Interval", "MapChunks", "MapParts",
-           "MetricAggregate", "Prepared", "Scope", "ScopeSums", "aggregate", "aggregate_parts",
-           "bootstrap_bytes", "bootstrap_chunk", "exact_mean", "grids_of", "metric_aggregates",
-           "part_resamples", "part_sums", "resolve_specs", "scopes_of", "value_columns"]
+           "MetricAggregate", "PartShare", "Prepared", "Scope", "ScopeSums", "ShareSpec",
+           "aggregate", "aggregate_parts", "aggregate_shares", "bootstrap_bytes",
+           "bootstrap_chunk", "exact_mean", "grids_of", "metric_aggregates", "part_resamples",
+           "part_share", "part_sums", "resolve_specs", "scopes_of", "value_columns"]

@@ -62,6 +62,9 @@ from pipeline.io.read import read_columns
 from pipeline.io.write import EXAMPLES_DIR, OutputDir, read_json
 from pipeline.signature import Signature
 
+if typing.TYPE_CHECKING:
+    from pipeline.aggregate import PartShare, ShareSpec
+
 # Above this many (file, group) pairs, the aggregate reads the examples' values into the
 # driver rather than summing file by file (see aggregate_examples): each pair costs a few
 # ms of per-file work (exact partial sums of 12 columns, a resampling call, adding its
@@ -92,6 +95,9 @@ class Execution:
             ``partitions_run`` by this attempt and ``partitions_reused`` from an interrupted
             run's staging directory).
         skipped: examples left out by ``on_missing``/``on_empty_references``, by reason.
+        shares: every unit's share of the aggregate (inline layout, no group columns, every
+            unit scored by this attempt); None otherwise (the aggregate reads the examples
+            files).
 
     """
 
@@ -103,6 +109,7 @@ class Execution:
     task_seconds: dict[str, float] = field(default_factory=dict)
     stages: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: Problems = field(default_factory=Problems)
+    shares: list[PartShare] | None = None
 
 
 def scoring_settings(config: ScoreConfig) -> ScoringSettings:
@@ -234,7 +241,29 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
                 "check": {"partitions_run": 0 if checked_before else n,
                           "partitions_reused": n if checked_before else 0},
                 "score": {"partitions_run": len(todo), "partitions_reused": n - len(todo)}},
-        skipped=skipped)
+        skipped=skipped, shares=_shares(units, units_run, parts))
+
+
+def _shares(units: list[UnitScored], units_run: int, parts: list[PartitionResult]
+            ) -> list[PartShare] | None:
+    """The units' shares of the aggregate, when every unit has one and they hold every row."""
+    shares = [u.share for u in units]
+    if not units or units_run != len(units) or any(sh is None for sh in shares):
+        return None
+    found = typing.cast(list["PartShare"], shares)
+    if sum(sh.sums.n for sh in found) != sum(p.num_rows for p in parts):
+        return None
+    return found
+
+
+def share_spec(config: ScoreConfig, n_expected: int) -> ShareSpec | None:
+    """What each unit needs to compute its share of the aggregate, or None (groups)."""
+    if config.group_by:
+        return None
+    from pipeline.aggregate import ShareSpec, value_columns
+
+    return ShareSpec(tuple(value_columns(config.metrics, config.thresholds, config.to_dict())),
+                     config.id_column, max(1, n_expected), config.bootstrap, config.seed)
 
 
 def _split(plan: Plan, runner: Runner, output: OutputDir, exchange: Exchange) -> int:
@@ -309,7 +338,9 @@ def _score_units(plan: Plan, config: ScoreConfig, runner: Runner, output: Output
         # Built here once, before the local engine forks its workers: each then starts with
         # the scorer's modules imported and its kernels loaded (about 0.3 CPU-s a worker).
         warm_scorer(settings)
-    ran = _collect(runner, [runner.submit(score_unit, plan.spec, settings, u, exchange)
+    share = share_spec(config, plan.prediction_rows) if len(missing) == len(
+        plan.prediction_units) else None  # a unit reused has no share: none is needed
+    ran = _collect(runner, [runner.submit(score_unit, plan.spec, settings, u, exchange, share)
                             for u in missing], "units", None)
     units.update((r.index, r) for r in ran)
     return [units[u.index] for u in plan.prediction_units], len(missing)
@@ -392,7 +423,8 @@ def _score(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
 
 
 def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location], *,
-                       n_examples: int, group_parts: int = 0) -> pa.Table:
+                       n_examples: int, group_parts: int = 0,
+                       shares: list[PartShare] | None = None) -> pa.Table:
     """Aggregate the examples files, from mergeable per-file sums computed on ``runner``.
 
     One task per file reads its numeric (and group and id) columns, never the text, and
@@ -413,12 +445,22 @@ def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[
         example_files: the examples files written by the score stage (each with >= 1 row).
         n_examples: their rows in all (informational).
         group_parts: distinct groups of each file, summed over the files (0: unknown).
+        shares: the units' shares of the aggregate (:attr:`Execution.shares`): when every
+            unit resampled on the whole run's grid, the table is made from them, and no
+            file is read (:func:`pipeline.aggregate.aggregate_shares`: the same table).
 
     Raises:
         InputError: no example.
 
     """
-    from pipeline.aggregate import aggregate, aggregate_parts
+    from pipeline.aggregate import aggregate, aggregate_parts, aggregate_shares
+
+    if shares is not None and not config.group_by:
+        table = aggregate_shares(shares, metrics=config.metrics, thresholds=config.thresholds,
+                                 n_bootstrap=config.bootstrap, confidence=config.confidence,
+                                 options=config.to_dict())
+        if table is not None:
+            return table
 
     common: dict[str, Any] = {
         "metrics": config.metrics, "group_by": config.group_by,

@@ -87,7 +87,8 @@ def score_on_engine(plan: Plan, config: ScoreConfig, output: OutputDir, *, run_i
         agg = aggregate_examples(config, runner,
                                  [output.staged(f"{EXAMPLES_DIR}/{p.name}") for p in parts],
                                  n_examples=sum(p.num_rows for p in parts),
-                                 group_parts=sum(p.n_groups for p in parts))
+                                 group_parts=sum(p.n_groups for p in parts),
+                                 shares=ran.shares)
         seconds["aggregate"] = time.perf_counter() - t
         engine.update(runner.store_stats())  # spilled bytes (Ray), before it stops
     except BaseException:

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +53,9 @@ from pipeline.io.schema import (
 )
 from pipeline.io.write import write_json, write_parquet
 from pipeline.scoring import DataWarning, Scorer, ScoringSettings
+
+if TYPE_CHECKING:
+    from pipeline.aggregate import PartShare, ShareSpec
 
 # Rows scored per call of the scorer: bounds the tokenizer's working memory.
 SCORE_BATCH_ROWS = 8192
@@ -761,6 +764,9 @@ class UnitScored:
             ``n_null_predictions``, ``n_truncated``, ``counts``, and ``problems``: texts over
             ``max_tokens`` with ``on_long_text="error"``); no file name or size.
         seconds: time spent in the task.
+        share: the unit's share of the aggregate (its scored rows' sums and resampled sums,
+            :func:`pipeline.aggregate.part_share`) when asked for and every row was scored;
+            None otherwise, and in the unit's record (a reused unit has none).
 
     """
 
@@ -768,6 +774,7 @@ class UnitScored:
     checks: list[PartitionCheck]
     parts: list[PartitionResult]
     seconds: float
+    share: PartShare | None = None
 
 
 def _add_check(check: PartitionCheck, joined: Joined) -> None:
@@ -784,8 +791,8 @@ def _add_check(check: PartitionCheck, joined: Joined) -> None:
 
 
 @small_result
-def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange: Exchange
-               ) -> UnitScored:
+def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange: Exchange,
+               share: ShareSpec | None = None) -> UnitScored:
     """Read, check and score one unit of the inline layout, split by partition.
 
     In slices of at most :data:`~pipeline.io.exchange.SLICE_ROWS` rows: each slice is
@@ -802,6 +809,9 @@ def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange:
         settings: scoring settings.
         unit: the row groups to read.
         exchange: where the unit's files go, and how many partitions there are.
+        share: the aggregate's settings, to compute the unit's share of it from its scored
+            rows (``UnitScored.share``; the value and id columns are kept until the unit's
+            end, 8 bytes a value); None: none.
 
     Raises:
         InputError: as :func:`read_unit` (the same message: the unit is then read whole).
@@ -810,6 +820,7 @@ def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange:
     """
     start = time.perf_counter()
     n = exchange.n_partitions
+    kept: list[pa.Table] = []  # the scored rows' value and id columns (for ``share``)
     ids_name, rows_name, record_name = unit_names(unit.index)
     base = exchange.uri.rstrip("/")
     ids_writer = PiecesWriter(locate(f"{base}/{ids_name}"), n)
@@ -821,8 +832,18 @@ def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange:
                                    slice_rows=SLICE_ROWS, size_bytes=unit.size_bytes,
                                    mtime_ns=unit.mtime_ns, what=unit.side):
             table = _checked(spec, unit, raw)
-            pieces = [table] if n == 1 else split_by_partition(
-                table, partition_of(table.column(spec.id_column), n), n)
+            where = partition_of(table.column(spec.id_column), n)
+            whole = (None if rows_writer is None or settings.input_columns()
+                     else _join(spec, [table], [], unique_ids=False))
+            if rows_writer is not None and whole is not None and not whole.problems.counts \
+                    and not whole.skipped.counts:
+                rows = _score_slice(spec, settings, table, whole, where, checks, parts,
+                                    ids_writer, rows_writer)
+                if share is not None:
+                    kept.append(rows.table.select(list(dict.fromkeys(
+                        [share.id_column, *share.columns]))))
+                continue
+            pieces = [table] if n == 1 else split_by_partition(table, where, n)
             ids_writer.write([p.select([spec.id_column]) for p in pieces])
             joined = [_join(spec, [p], [], unique_ids=False) for p in pieces]
             for check, j in zip(checks, joined, strict=True):
@@ -846,6 +867,9 @@ def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange:
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
             rows_writer.write([rows.table.slice(lo, hi - lo)
                                for lo, hi in zip(offsets[:-1], offsets[1:], strict=True)])
+            if share is not None:
+                kept.append(rows.table.select(list(dict.fromkeys(
+                    [share.id_column, *share.columns]))))
             for b, (part, j) in enumerate(zip(parts, joined, strict=True)):
                 part.num_rows += lengths[b]
                 part.n_null_predictions += j.predictions.column(
@@ -869,9 +893,71 @@ def score_unit(spec: InputSpec, settings: ScoringSettings, unit: Unit, exchange:
         if rows_writer is not None:
             rows_writer.abort()
         raise
-    result = UnitScored(unit.index, checks, parts, time.perf_counter() - start)
-    write_json(dataclasses.asdict(result), locate(f"{base}/{record_name}"))
+    part_share_ = None
+    if share is not None and rows_writer is not None and not parts[0].problems.counts \
+            and kept:
+        from pipeline.aggregate import part_share
+
+        part_share_ = part_share(_concat(kept), share, part=unit.index)
+    del kept
+    result = UnitScored(unit.index, checks, parts, time.perf_counter() - start, part_share_)
+    write_json(dataclasses.asdict(dataclasses.replace(result, share=None)),
+               locate(f"{base}/{record_name}"))
     return result
+
+
+def _score_slice(spec: InputSpec, settings: ScoringSettings, table: pa.Table, whole: Joined,
+                 where: np.ndarray, checks: list[PartitionCheck], parts: list[PartitionResult],
+                 ids_writer: PiecesWriter, rows_writer: PiecesWriter) -> ScoredRows:
+    """Check, score and write one slice of a unit without problems or skips, in input order.
+
+    What :func:`score_unit` does for any slice (split by partition, check and join each
+    piece, score the pieces together, cut the scored rows back), with the same files and
+    counts, but the texts are neither taken apart nor put together again: the slice is
+    scored as it was read (one row of ``whole`` per row of ``table``) and only its ids and
+    scored rows are cut by partition (``where``: each row's partition).
+
+    Returns:
+        The slice's scored rows, in input order.
+
+    """
+    n = len(checks)
+    order = np.argsort(where, kind="stable")
+    counts = np.bincount(where, minlength=n)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+
+    def cut(t: pa.Table) -> list[pa.Table]:
+        # one take per partition: compact buffers (as split_by_partition)
+        return [t.take(pa.array(order[bounds[b]:bounds[b + 1]])) for b in range(n)]
+
+    ids_writer.write(cut(table.select([spec.id_column])))
+    lengths = np.asarray(pc.list_value_length(whole.references).fill_null(0))
+    for b, check in enumerate(checks):  # as _add_check, per partition
+        if counts[b]:
+            share = lengths[order[bounds[b]:bounds[b + 1]]]
+            lo, hi = int(share.min()), int(share.max())
+            if check.n_examples:
+                lo, hi = min(lo, check.min_references), max(hi, check.max_references)
+            check.min_references, check.max_references = lo, hi
+            check.n_examples += int(counts[b])
+    rows = score_rows(spec, settings, whole)
+    rows_writer.write(cut(rows.table))
+    nulls = np.asarray(pc.is_null(whole.predictions.column(spec.prediction_column)))
+    null_counts = np.bincount(where, weights=nulls, minlength=n)
+    truncated_counts = np.bincount(where, weights=rows.truncated, minlength=n)
+    for b, part in enumerate(parts):
+        part.num_rows += int(counts[b])
+        part.n_null_predictions += int(null_counts[b])
+        part.n_truncated += int(truncated_counts[b])
+    first = parts[0]  # the slice's totals: the run sums them over partitions
+    for key, value in rows.counts.items():
+        first.counts[key] = first.counts.get(key, 0) + value
+    if rows.long.counts:  # the ids named in partition order, as the pieces would name them
+        long = Problems()
+        long.add("long_text", whole.predictions.column(spec.id_column).take(
+            pa.array(order)).filter(pa.array(rows.truncated[order])))
+        first.problems.merge(long)
+    return rows
 
 
 @small_result
