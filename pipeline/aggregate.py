@@ -742,13 +742,16 @@ class PartShare:
     resamples: tuple[np.ndarray, np.ndarray] | None
 
 
-def part_share(table: pa.Table, spec: ShareSpec, *, part: int) -> PartShare:
+def part_share(table: pa.Table, spec: ShareSpec, *, part: int,
+               scales: np.ndarray | None = None) -> PartShare:
     """A part's :class:`PartShare` (no group columns).
 
     Args:
         table: the part's examples (the value and id columns; any number of rows).
         spec: the columns, the expected count, the bootstrap's settings.
         part: the part's position (recorded in ``ScopeSums.parts``).
+        scales: the grid to resample on (the whole scope's, :func:`share_scales`); None:
+            guessed from ``spec.n_expected`` and the part's largest values.
 
     Raises:
         InputError: a missing column or null ids.
@@ -765,11 +768,32 @@ def part_share(table: pa.Table, spec: ShareSpec, *, part: int) -> PartShare:
     if not spec.n_bootstrap:
         return PartShare(sums, None, None)
     weight = stats.MAX_WEIGHT["poisson"]
-    scales = stats.grid_scales(max(spec.n_expected, sums.n), sums.max_abs, max_weight=weight)
+    if scales is None:
+        scales = stats.grid_scales(max(spec.n_expected, sums.n), sums.max_abs,
+                                   max_weight=weight)
     keys = stats.stream_keys(prepared.hashes, seed=spec.seed, weights="poisson")
     grid = stats.to_grid(values, max_weight=weight, scales=scales)
     return PartShare(sums, scales, stats.resample_sums(grid, keys, weights="poisson", first=0,
                                                        count=spec.n_bootstrap))
+
+
+def share_scales(shares: Sequence[PartShare]) -> tuple[np.ndarray, bool]:
+    """The whole scope's grid scales, and whether every part with rows resampled on them.
+
+    Raises:
+        InputError: no example.
+
+    """
+    k = len(shares[0].sums.max_abs) if shares else 0
+    merged = ScopeSums("all", (), 0, np.zeros(k), [[] for _ in range(k)], [])
+    for share in shares:
+        merged.merge(share.sums)
+    if merged.n == 0:
+        raise InputError("nothing to aggregate: no example was scored")
+    scales = stats.grid_scales(merged.n, merged.max_abs, max_weight=stats.MAX_WEIGHT["poisson"])
+    return scales, all(share.scales is not None and share.resamples is not None
+                       and np.array_equal(share.scales, scales)
+                       for share in shares if share.sums.n)
 
 
 def aggregate_shares(shares: Sequence[PartShare], *, metrics: Sequence[str | MetricSpec],
@@ -935,4 +959,5 @@ __all__ = ["RESAMPLES_PER_CHUNK", "SUMS_BLOCK_BYTES", "Interval", "MapChunks", "
            "MetricAggregate", "PartShare", "Prepared", "Scope", "ScopeSums", "ShareSpec",
            "aggregate", "aggregate_parts", "aggregate_shares", "bootstrap_bytes",
            "bootstrap_chunk", "exact_mean", "grids_of", "metric_aggregates", "part_resamples",
-           "part_share", "part_sums", "resolve_specs", "scopes_of", "value_columns"]
+           "part_share", "part_sums", "resolve_specs", "scopes_of", "share_scales",
+           "value_columns"]

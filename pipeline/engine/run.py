@@ -50,6 +50,7 @@ from pipeline.engine.tasks import (
     check_partition,
     exchange_unit,
     gather_partition,
+    gather_partition_share,
     score_partition,
     score_unit,
     unit_names,
@@ -216,8 +217,21 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
     n_refs: int | str = lo if lo == hi else "var"
     signature = config.signature(n_references=n_refs)
     t1 = time.perf_counter()
-    scored = _score(plan, config, runner, output, exchange, todo, run_id=run_id,
-                    signature=str(signature), faults=faults, progress=progress, units=units)
+    shares = _unit_shares(units, units_run)
+    resample = None  # units that guessed another grid: the partitions resample as they gather
+    if shares is not None and config.bootstrap and len(todo) == n \
+            and any(sh.sums.n for sh in shares):
+        from pipeline.aggregate import share_scales
+
+        scales, guessed = share_scales(shares)
+        spec = share_spec(config, plan.prediction_rows)
+        if not guessed and spec is not None:
+            resample = (spec, scales)
+    scored, gathered = _score(plan, config, runner, output, exchange, todo, run_id=run_id,
+                              signature=str(signature), faults=faults, progress=progress,
+                              units=units, resample=resample)
+    if resample is not None:
+        shares = gathered
     done.update((p.index, p) for p in scored)
     parts = [done[b] for b in range(n)]
     too_long = Problems()
@@ -241,19 +255,17 @@ def execute(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir, 
                 "check": {"partitions_run": 0 if checked_before else n,
                           "partitions_reused": n if checked_before else 0},
                 "score": {"partitions_run": len(todo), "partitions_reused": n - len(todo)}},
-        skipped=skipped, shares=_shares(units, units_run, parts))
+        skipped=skipped,
+        shares=shares if shares is not None and sum(sh.sums.n for sh in shares) == sum(
+            p.num_rows for p in parts) else None)
 
 
-def _shares(units: list[UnitScored], units_run: int, parts: list[PartitionResult]
-            ) -> list[PartShare] | None:
-    """The units' shares of the aggregate, when every unit has one and they hold every row."""
+def _unit_shares(units: list[UnitScored], units_run: int) -> list[PartShare] | None:
+    """The units' shares of the aggregate, when every unit was scored now and has one."""
     shares = [u.share for u in units]
     if not units or units_run != len(units) or any(sh is None for sh in shares):
         return None
-    found = typing.cast(list["PartShare"], shares)
-    if sum(sh.sums.n for sh in found) != sum(p.num_rows for p in parts):
-        return None
-    return found
+    return typing.cast(list["PartShare"], shares)
 
 
 def share_spec(config: ScoreConfig, n_expected: int) -> ShareSpec | None:
@@ -396,11 +408,15 @@ def _unit_parts(units: list[UnitScored], index: int) -> PartitionResult:
 def _score(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
            exchange: Exchange, todo: list[int], *, run_id: str, signature: str,
            faults: Faults | None, progress: Progress | None,
-           units: list[UnitScored] | None = None) -> list[PartitionResult]:
+           units: list[UnitScored] | None = None,
+           resample: tuple[ShareSpec, Any] | None = None
+           ) -> tuple[list[PartitionResult], list[PartShare] | None]:
     """Score stage: the partitions in ``todo`` scored and written, in ``todo`` order.
 
     With ``units`` (the inline layout, scored unit by unit), each partition's scored rows
-    are gathered from the units' files and written (:func:`gather_partition`).
+    are gathered from the units' files and written (:func:`gather_partition`); with
+    ``resample`` (the aggregate's settings and the run's grid scales) each also returns its
+    share of the aggregate (:func:`gather_partition_share`), else the shares are None.
     """
     examples = output.staged(EXAMPLES_DIR)
     tasks = [PartitionTask(
@@ -414,12 +430,19 @@ def _score(plan: Plan, config: ScoreConfig, runner: Runner, output: OutputDir,
         if progress is not None:
             progress(stage, already + k, n)
 
+    if units and resample is not None:
+        pairs = _collect(runner, [runner.submit(gather_partition_share, t,
+                                                _unit_parts(units, t.index), *resample)
+                                  for t in tasks], "score", score_progress)
+        shares = [sh for _, sh in pairs]
+        return [r for r, _ in pairs], (None if any(sh is None for sh in shares)
+                                       else typing.cast(list["PartShare"], shares))
     if units:
         return _collect(runner, [runner.submit(gather_partition, t, _unit_parts(units, t.index))
-                                 for t in tasks], "score", score_progress)
+                                 for t in tasks], "score", score_progress), None
     settings = scoring_settings(config)
     return _collect(runner, [runner.submit(score_partition, plan.spec, settings, t)
-                             for t in tasks], "score", score_progress)
+                             for t in tasks], "score", score_progress), None
 
 
 def aggregate_examples(config: ScoreConfig, runner: Runner, example_files: list[Location], *,

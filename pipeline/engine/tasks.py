@@ -998,6 +998,12 @@ def gather_partition(task: PartitionTask, result: PartitionResult) -> PartitionR
         ExecutionError: the storage refused a read or a write (transient: Ray retries it).
 
     """
+    return _gather(task, result, None)
+
+
+def _gather(task: PartitionTask, result: PartitionResult, kept: list[pa.Table] | None
+            ) -> PartitionResult:
+    """:func:`gather_partition`; the rows written are appended to ``kept`` when given."""
     start = time.perf_counter()
     if result.problems.counts:
         return result
@@ -1011,9 +1017,32 @@ def gather_partition(task: PartitionTask, result: PartitionResult) -> PartitionR
             task.faults.before_write(task.index)
         return _completed(task, PartitionResult(task.index, None, 0, 0, 0,
                                                 time.perf_counter() - start))
-    table = table.combine_chunks().add_column(
-        0, RUN_ID_COLUMN, pa.repeat(pa.scalar(task.run_id, pa.string()), n))
+    table = table.combine_chunks()
+    if kept is not None:
+        kept.append(table)
+    table = table.add_column(0, RUN_ID_COLUMN, pa.repeat(pa.scalar(task.run_id, pa.string()),
+                                                        n))
     return _write_part(task, table, result, started=start)
+
+
+@small_result
+def gather_partition_share(task: PartitionTask, result: PartitionResult, share: ShareSpec,
+                           scales: np.ndarray) -> tuple[PartitionResult, PartShare | None]:
+    """:func:`gather_partition`, and the partition's share of the aggregate on ``scales``.
+
+    For a run whose units guessed another grid than the whole run's: the partition's rows,
+    gathered to be written, are resampled on the run's grid
+    (:func:`pipeline.aggregate.part_share`); None when nothing was written.
+    """
+    from pipeline.aggregate import part_share
+
+    kept: list[pa.Table] = []
+    written = _gather(task, result, kept)
+    if written.problems.counts:
+        return written, None
+    columns = list(dict.fromkeys([share.id_column, *share.columns]))
+    table = kept[0].select(columns) if kept else pa.table({})  # no row: an empty share
+    return written, part_share(table, share, part=task.index, scales=scales)
 
 
 @small_result

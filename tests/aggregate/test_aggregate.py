@@ -307,3 +307,63 @@ def test_groups_in_blocks_give_the_same_table(tmp_path, monkeypatch):
     assert aggregate(t, **kw).equals(whole)
     assert agg_module.aggregate_parts(files, map_parts=counting, **kw).equals(whole)
     assert len(calls) == 1 + 11  # one pass of sums, then one pass per scope
+
+
+def _shares(table: pa.Table, n_parts: int, seed: int, spec) -> list:
+    from pipeline.aggregate import part_share
+
+    part = np.random.default_rng(seed).integers(0, n_parts, table.num_rows)
+    return [part_share(table.filter(pa.array(part == p)), spec, part=p)
+            for p in range(n_parts)]
+
+
+@pytest.mark.parametrize(("n_parts", "n_bootstrap"), [(1, 301), (3, 301), (7, 301), (4, 0)])
+def test_aggregate_of_shares_equals_aggregate_of_all_rows_bit_for_bit(n_parts, n_bootstrap):
+    from pipeline.aggregate import ShareSpec, aggregate_shares
+
+    t = _examples(2000, seed=6)
+    t = t.append_column("id", pa.array([f"ex{i}" for i in range(t.num_rows)]))
+    threshold = Threshold("rougeL", "fmeasure", 0.5)
+    t = t.rename_columns([c if c != "passed_rougeL_fmeasure" else threshold.column
+                          for c in t.column_names])
+    kw = {"metrics": ("rouge1", "rougeL"), "n_bootstrap": n_bootstrap,
+          "thresholds": (threshold,)}
+    spec = ShareSpec(tuple(value_columns(kw["metrics"], kw["thresholds"])), "id",
+                     t.num_rows, n_bootstrap, 9)
+    whole = aggregate(t, id_column="id", seed=9, **kw)
+    got = aggregate_shares(_shares(t, n_parts, n_parts, spec), **kw)
+    assert got is not None and got.equals(whole)
+
+
+def test_shares_of_a_corpus_metric_with_an_empty_part():
+    from pipeline.aggregate import ShareSpec, aggregate_shares
+
+    spec = MetricSpec(name="toy", family="toy", measures=("score",), primary="score",
+                      statistics=(("hits", "int64"), ("total", "int64")),
+                      reference_rule="max", corpus=_ratio_times_100, scale=100.0)
+    rng = np.random.default_rng(2)
+    total = rng.integers(1, 30, 500)
+    hits = rng.integers(0, total + 1)
+    t = pa.table({"id": np.arange(500) * 7, "toy_score": 100.0 * hits / total,
+                  "toy_hits": hits, "toy_total": total})
+    share = ShareSpec(tuple(value_columns((spec,))), "id", 500, 200, 12345)
+    shares = [*_shares(t, 3, 1, share), *_shares(t.slice(0, 0), 1, 0, share)]
+    assert shares[-1].sums.n == 0
+    got = aggregate_shares(shares, metrics=(spec,), n_bootstrap=200)
+    assert got is not None and got.equals(aggregate(t, metrics=(spec,), n_bootstrap=200,
+                                                    id_column="id"))
+
+
+def test_shares_resampled_on_another_grid_are_refused():
+    # a part guessing the scope's count 1 puts its values on a finer grid than the scope's
+    from pipeline.aggregate import ShareSpec, aggregate_shares
+
+    t = _examples(1000, seed=7).drop_columns(["passed_rougeL_fmeasure"])
+    t = t.append_column("id", pa.array([f"ex{i}" for i in range(t.num_rows)]))
+    columns = tuple(value_columns(("rouge1", "rougeL")))
+    right = _shares(t, 2, 3, ShareSpec(columns, "id", 1000, 100, 1))
+    wrong = _shares(t, 2, 3, ShareSpec(columns, "id", 1, 100, 1))
+    assert not np.array_equal(right[0].scales, wrong[0].scales)
+    kw = {"metrics": ("rouge1", "rougeL"), "n_bootstrap": 100}
+    assert aggregate_shares([right[0], wrong[1]], **kw) is None
+    assert aggregate_shares(right, **kw).equals(aggregate(t, id_column="id", seed=1, **kw))

@@ -10,6 +10,7 @@ partition and row by row.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -232,3 +233,43 @@ def test_a_slice_is_scored_in_one_call_whatever_the_partitions(tmp_path, monkeyp
     assert sum(c["rows"] for c in calls) == 2500
     assert all(c["partitions"] == [0, 1, 2, 3] for c in calls if c["rows"] >= 100), calls
     _same_examples_files(tmp_path / "run", joined_run)
+
+
+def test_without_groups_the_units_shares_make_the_aggregate_of_the_examples_files(
+        tmp_path, monkeypatch):
+    # Each unit sums and resamples its scored rows as it scores them; the aggregate adds the
+    # shares (no examples file read) and equals the aggregate of the files written.
+    from pipeline import aggregate as agg
+    from pipeline.engine import run as engine_run
+
+    preds = _inline(tmp_path / "in")
+    cfg = ScoreConfig(engine="local", partition_rows=700, bootstrap=100,
+                      threshold=("rougeL.fmeasure=0.3",))
+    kw = {"metrics": cfg.metrics, "thresholds": cfg.thresholds, "n_bootstrap": 100,
+          "seed": cfg.seed, "id_column": "id", "options": cfg.to_dict()}
+
+    def no_reading(*args):
+        raise AssertionError("the aggregate read an examples file")
+
+    monkeypatch.setattr(agg, "read_part", no_reading)
+    score(preds, output=str(tmp_path / "run"), run_id="r", config=cfg)
+    # units that guessed another grid (a count of 1): the partitions resample their rows
+    # on the run's grid as they gather them (one process here, to see the calls)
+    share_spec = engine_run.share_spec
+    monkeypatch.setattr(engine_run, "share_spec", lambda config, n: share_spec(config, 1))
+    gathered = []
+    gather = engine_run.gather_partition_share
+
+    def recording(task, result, share, scales):
+        gathered.append(task.index)
+        return gather(task, result, share, scales)
+
+    monkeypatch.setattr(engine_run, "gather_partition_share", recording)
+    score(preds, output=str(tmp_path / "run2"), run_id="r",
+          config=dataclasses.replace(cfg, num_cpus=1))
+    assert gathered == [0, 1, 2, 3]
+    monkeypatch.undo()
+    files = sorted(str(p) for p in (tmp_path / "run" / "examples").iterdir())
+    want = agg.aggregate_parts(files, **kw)
+    assert pq.read_table(tmp_path / "run" / "aggregate.parquet").equals(want)
+    assert pq.read_table(tmp_path / "run2" / "aggregate.parquet").equals(want)
