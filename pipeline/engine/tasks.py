@@ -927,8 +927,10 @@ def _score_slice(spec: InputSpec, settings: ScoringSettings, table: pa.Table, wh
     bounds = np.concatenate([[0], np.cumsum(counts)])
 
     def cut(t: pa.Table) -> list[pa.Table]:
-        # one take per partition: compact buffers (as split_by_partition)
-        return [t.take(pa.array(order[bounds[b]:bounds[b + 1]])) for b in range(n)]
+        # one take in partition order, then a slice per partition (the exchange file's
+        # writer keeps only a slice's own range of the buffers)
+        ordered = t.take(pa.array(order))
+        return [ordered.slice(bounds[b], counts[b]) for b in range(n)]
 
     ids_writer.write(cut(table.select([spec.id_column])))
     lengths = np.asarray(pc.list_value_length(whole.references).fill_null(0))
