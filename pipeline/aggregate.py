@@ -56,6 +56,8 @@ from pipeline.scoring import Threshold
 from pipeline.stats import Estimate, exact_mean
 
 RESAMPLES_PER_CHUNK = 252
+# Rows a part's share of the aggregate lays out at once (:func:`part_share`).
+SHARE_CHUNK_ROWS = 65_536
 # Bytes of resampled sums and replicates alive at once in the bootstrap (scopes are done in
 # blocks of about this size): without a bound, 100,000 groups x 1,000 resamples took 11.6 GB.
 SUMS_BLOCK_BYTES = 256 << 20
@@ -746,6 +748,10 @@ def part_share(table: pa.Table, spec: ShareSpec, *, part: int,
                scales: np.ndarray | None = None) -> PartShare:
     """A part's :class:`PartShare` (no group columns).
 
+    The rows are laid out :data:`SHARE_CHUNK_ROWS` at a time (a first pass for the sums and
+    largest values, a second for the resampled sums, which are exact on the grid and so add
+    up exactly), so the memory beyond the table does not grow with its rows.
+
     Args:
         table: the part's examples (the value and id columns; any number of rows).
         spec: the columns, the expected count, the bootstrap's settings.
@@ -758,23 +764,32 @@ def part_share(table: pa.Table, spec: ShareSpec, *, part: int,
 
     """
     k = len(spec.columns)
-    if table.num_rows == 0:
-        return PartShare(ScopeSums("all", (), 0, np.zeros(k), [[] for _ in range(k)], [part]),
-                         None, None)
-    prepared = scopes_of(table, columns=spec.columns, id_column=spec.id_column)
-    values = prepared.values
-    sums = ScopeSums("all", (), len(values), stats.column_max_abs(values),
-                     [stats.exact_partials(values[:, q]) for q in range(k)], [part])
+    n = table.num_rows
+    sums = ScopeSums("all", (), n, np.zeros(k), [[] for _ in range(k)], [part])
+    if n == 0:
+        return PartShare(sums, None, None)
+    chunks = [table.slice(lo, SHARE_CHUNK_ROWS) for lo in range(0, n, SHARE_CHUNK_ROWS)]
+    for chunk in chunks:
+        values = scopes_of(chunk, columns=spec.columns, id_column=None).values
+        sums.max_abs = np.maximum(sums.max_abs, stats.column_max_abs(values))
+        stats.merge_partials(sums.partials,
+                             [stats.exact_partials(values[:, q]) for q in range(k)])
     if not spec.n_bootstrap:
         return PartShare(sums, None, None)
     weight = stats.MAX_WEIGHT["poisson"]
     if scales is None:
-        scales = stats.grid_scales(max(spec.n_expected, sums.n), sums.max_abs,
-                                   max_weight=weight)
-    keys = stats.stream_keys(prepared.hashes, seed=spec.seed, weights="poisson")
-    grid = stats.to_grid(values, max_weight=weight, scales=scales)
-    return PartShare(sums, scales, stats.resample_sums(grid, keys, weights="poisson", first=0,
-                                                       count=spec.n_bootstrap))
+        scales = stats.grid_scales(max(spec.n_expected, n), sums.max_abs, max_weight=weight)
+    resampled = np.zeros((spec.n_bootstrap, k))
+    totals = np.zeros(spec.n_bootstrap)
+    for chunk in chunks:
+        prepared = scopes_of(chunk, columns=spec.columns, id_column=spec.id_column)
+        keys = stats.stream_keys(prepared.hashes, seed=spec.seed, weights="poisson")
+        grid = stats.to_grid(prepared.values, max_weight=weight, scales=scales)
+        share_sums, share_totals = stats.resample_sums(grid, keys, weights="poisson", first=0,
+                                                       count=spec.n_bootstrap)
+        resampled += share_sums  # exact: multiples of the grid, within the scope's bound
+        totals += share_totals
+    return PartShare(sums, scales, (resampled, totals))
 
 
 def share_scales(shares: Sequence[PartShare]) -> tuple[np.ndarray, bool]:

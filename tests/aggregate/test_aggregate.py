@@ -317,9 +317,15 @@ def _shares(table: pa.Table, n_parts: int, seed: int, spec) -> list:
             for p in range(n_parts)]
 
 
-@pytest.mark.parametrize(("n_parts", "n_bootstrap"), [(1, 301), (3, 301), (7, 301), (4, 0)])
-def test_aggregate_of_shares_equals_aggregate_of_all_rows_bit_for_bit(n_parts, n_bootstrap):
+@pytest.mark.parametrize(("n_parts", "n_bootstrap", "chunk_rows"),
+                         [(1, 301, 65_536), (3, 301, 65_536), (7, 301, 65_536), (4, 0, 65_536),
+                          (1, 301, 97), (3, 200, 97)])
+def test_aggregate_of_shares_equals_aggregate_of_all_rows_bit_for_bit(
+        n_parts, n_bootstrap, chunk_rows, monkeypatch):
+    from pipeline import aggregate as agg
     from pipeline.aggregate import ShareSpec, aggregate_shares
+
+    monkeypatch.setattr(agg, "SHARE_CHUNK_ROWS", chunk_rows)  # parts laid out in chunks
 
     t = _examples(2000, seed=6)
     t = t.append_column("id", pa.array([f"ex{i}" for i in range(t.num_rows)]))
