@@ -174,6 +174,17 @@ class _CleanTable(dict[int, Any]):
 
 
 _CLEAN = _CleanTable()
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+@cache
+def _bmp_clean_table() -> dict[int, Any]:
+    """The entries of :data:`_CLEAN` that change a code point of the BMP, as a plain dict.
+
+    ``str.translate`` looks a plain dict up directly (a code point not in it is kept), about
+    a quarter faster than through a subclass's ``__missing__``; built once (65,536 lookups).
+    """
+    return {cp: value for cp in range(0x10000) if (value := _CLEAN[cp]) != cp}
 
 
 def clean_words(text: str) -> list[str]:
@@ -186,7 +197,8 @@ def clean_words(text: str) -> list[str]:
         The words: maximal runs of characters that are neither white space (``str.split``'s)
         nor punctuation, with control and format characters deleted.
     """
-    return text.translate(_CLEAN).split()
+    table = _bmp_clean_table() if _ASTRAL.search(text) is None else _CLEAN
+    return text.translate(table).split()
 
 
 # BERT's "Chinese character" ranges (CJK Unified Ideographs and extensions, compatibility)
@@ -436,6 +448,8 @@ class _RafiRules:
     # per group: each suffix's first position in the group, and the suffix lengths
     positions: tuple[dict[str, int], ...] = ()
     lengths: tuple[tuple[int, ...], ...] = ()
+    # per group: (its suffixes, positions, lengths), the three above zipped once
+    plan: tuple[tuple[tuple[str, ...], dict[str, int], tuple[int, ...]], ...] = ()
 
 
 _BENGALI_VOWEL_SIGNS = frozenset("ািীেুূো")
@@ -470,7 +484,8 @@ def _rafi_rules() -> _RafiRules:
     positions = tuple({suffix: k for k, suffix in reversed(list(enumerate(group)))}
                       for group in groups)
     lengths = tuple(tuple(sorted({len(suffix) for suffix in group})) for group in groups)
-    return _RafiRules(tuple(groups), replacements, positions, lengths)
+    return _RafiRules(tuple(groups), replacements, positions, lengths,
+                      tuple(zip(groups, positions, lengths, strict=True)))
 
 
 def bengali_stem(token: str) -> str:
@@ -482,29 +497,31 @@ def bengali_stem(token: str) -> str:
     at least one character that is not a vowel sign.
     """
     rules = _rafi_rules()
+    replacements = rules.replacements
     word = token
-    for group, positions, lengths in zip(rules.groups, rules.positions, rules.lengths,
-                                         strict=True):
+    for group, positions, lengths in rules.plan:
         # the group's first suffix the word ends with: the lowest position among the
         # word's endings that are suffixes of the group (one lookup per suffix length)
-        first = len(group)
+        n = len(word)
+        size = first = len(group)
+        get = positions.get
         for length in lengths:
-            if length > len(word):
+            if length > n:
                 break
-            k = positions.get(word[len(word) - length:], first)
+            k = get(word[n - length:], size)
             if k < first:
                 first = k
-        if first < len(group):
+        if first < size:
             suffix = group[first]
-            start = len(word) - len(suffix)
-            replacement = rules.replacements.get(suffix)
+            start = n - len(suffix)
+            replacement = replacements.get(suffix)
             if replacement is not None:
                 chars = list(word)
                 for k, char in enumerate(replacement):
                     if char != ".":
                         chars[start + k] = char
                 word = "".join(chars[:start + len(replacement)])
-            elif any(c not in _BENGALI_VOWEL_SIGNS for c in word[:start]):
+            elif not _BENGALI_VOWEL_SIGNS.issuperset(word[:start]):
                 word = word[:start]
     return word
 
@@ -605,6 +622,25 @@ def detect_language(texts: Sequence[str | None]) -> str:
 
 # --- the tokenizer object ---------------------------------------------------------------
 
+class _StemMemo(dict[str, str]):
+    """Stems per distinct token: a token's stem is computed on its first lookup.
+
+    Tokens of at most :data:`MIN_STEM_LENGTH` characters are their own stem. Cleared when it
+    reaches ``_CACHE_MAX`` entries.
+    """
+
+    def __init__(self, stemmer: Callable[[str], str] | None) -> None:
+        super().__init__()
+        self.stemmer = stemmer
+
+    def __missing__(self, token: str) -> str:
+        stem = self.stemmer(token) if len(token) > MIN_STEM_LENGTH and self.stemmer else token
+        if len(self) >= _CACHE_MAX:
+            self.clear()
+        self[token] = stem
+        return stem
+
+
 class LanguageTokenizer:
     """XL-Sum's tokenizer and stemmer for one language: ``tokenize(text) -> tokens``.
 
@@ -659,7 +695,7 @@ class LanguageTokenizer:
         self._stemmer = _stemmer(self.language) if self.stem else None
         self._cache: dict[str, list[str]] = {}
         self._xlsum_cache: dict[str, list[str]] = {}
-        self._stem_cache: dict[str, str] = {}
+        self._stem_cache: dict[str, str] = _StemMemo(self._stemmer)
         self._words_cache: dict[str, list[str]] = {}
         self._loaded = True
 
@@ -674,21 +710,9 @@ class LanguageTokenizer:
         return STEMMER_NAMES.get(self.language, "none") if self.stem else "none"
 
     def _stemmed(self, tokens: list[str]) -> list[str]:
-        stemmer = self._stemmer
-        if stemmer is None:
-            return [t for t in tokens if t]
-        memo = self._stem_cache
-        out = []
-        for token in tokens:
-            stem = memo.get(token)
-            if stem is None:
-                stem = stemmer(token) if len(token) > MIN_STEM_LENGTH else token
-                if len(memo) >= _CACHE_MAX:
-                    memo.clear()
-                memo[token] = stem
-            if stem:
-                out.append(stem)
-        return out
+        # map() over the memo runs in C; the stemmer is called on a token's first sight only
+        out = tokens if self._stemmer is None else list(map(self._stem_cache.__getitem__, tokens))
+        return [t for t in out if t] if "" in out else list(out)
 
     def tokenize(self, text: str | None) -> list[str]:
         """Tokens of one text, the full pipeline (steps 1-5 of the module docstring).
