@@ -750,7 +750,10 @@ class LanguageTokenizer:
         tokens = self._segment(clean) if self._segment is not None and clean else []
         if not tokens and clean:
             pieces, _ = self._pretokenizer.tokenize(clean)
-            tokens = _split_ideographs(" ".join(pieces))
+            # OpenNMT's pieces are non-empty and hold no white space (``clean`` has none
+            # but spaces), so they are already the split; only ideographs need splitting out
+            tokens = (_split_ideographs(" ".join(pieces))
+                      if _CJK_IDEOGRAPH.search(clean) is not None else pieces)
         return tokens
 
     def tokenize_xlsum_line(self, line: str | None) -> list[str]:

@@ -43,6 +43,10 @@ THAI = list("ภาษาไทยเป็นของคนไทยสวั�
 LATIN = list("abcdefghijklmnopqrstuvwxyzäöüßéèçñ") + ["ing", "ness", "tion", "ment"]
 CYRILLIC = list("абвгдежзийклмнопрстуфхцчшщыьэюя")
 TURKISH = list("abcçdefgğhıijklmnoöprsştuüvyzIİ") + ["lar", "ler", "dan"]
+# symbols OpenNMT splits off or rewrites (its joiner and spacer marks), and characters
+# beyond the BMP: a letter, a digit, an emoji, a tag (Cf) and a private-use one (Co)
+SYMBOLS = list("\uffed\u2581\u00bd\u00b2\u20ac$+=<>\u00a9\u2122\u2028\x0b\x85") + [
+    "\U0001d7d8", "\U0001f600", "\U00010400", "\U000e0041", "\U000f0000"]
 OTHER = list("0123456789 \n\t.,;!?()[]\"'-–—।॥৷·\u200b\u200c\u200d\u00ad\x07\ufffd")
 
 
@@ -53,7 +57,7 @@ def texts(alphabet: list[str]) -> st.SearchStrategy[str]:
 CASES = [("burmese", BURMESE), ("hindi", DEVANAGARI), ("bengali", BENGALI),
          ("chinese", HAN + LATIN), ("thai", THAI), ("english", LATIN),
          ("russian", CYRILLIC), ("turkish", TURKISH), ("bangla", BENGALI),
-         ("icelandic", LATIN + HAN)]
+         ("icelandic", LATIN + HAN), ("czech", LATIN + CYRILLIC + SYMBOLS)]
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +82,23 @@ def test_tokens_equal_the_oracle(language, alphabet, stem, nltk_tmp):
                 assert ours.tokenize_xlsum_line(line) == oracle_xlsum_line_tokens(oracle, line)
 
     check()
+
+
+@pytest.mark.parametrize("text", [
+    "a\U000e0041b \U000f0000c d\U0001d7d8e",   # a tag (Cf) and a private-use (Co) deleted
+    "x\U0001f600y \U00010400z 中\U00020001文",   # astral symbol, letter, ideograph kept
+    "a\uffedb \u2581x ab\u2581 \u00bd\u00b23 \u20ac5",  # OpenNMT's marks and symbols
+    "a\u2028b\x0bc\x85d \u00a0e\u3000f",           # white space split on or deleted
+])
+@pytest.mark.parametrize("language", ["czech", "russian", "german"])
+def test_fixed_texts_equal_the_oracle(language, text, nltk_tmp):
+    """Characters beyond the BMP and OpenNMT's marks: tokens as the oracle's."""
+    oracle = oracle_scorer(["rouge1"], lang=language, stem=True, tmp=nltk_tmp)
+    ours = LanguageTokenizer(language, stem=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ours.tokenize(text) == oracle_tokens(oracle, text)
+        assert ours.tokenize_xlsum_line(text) == oracle_xlsum_line_tokens(oracle, text)
 
 
 @pytest.mark.parametrize(("language", "alphabet"),
