@@ -89,6 +89,7 @@ def test_tokens_equal_the_oracle(language, alphabet, stem, nltk_tmp):
     "x\U0001f600y \U00010400z 中\U00020001文",   # astral symbol, letter, ideograph kept
     "a\uffedb \u2581x ab\u2581 \u00bd\u00b23 \u20ac5",  # OpenNMT's marks and symbols
     "a\u2028b\x0bc\x85d \u00a0e\u3000f",           # white space split on or deleted
+    "ΟΔΟΣ\nΣΑ ΑΣ\u00ad\nΒ Σ\u0345\nα\n\nİI",     # final sigma and İ at line breaks
 ])
 @pytest.mark.parametrize("language", ["czech", "russian", "german"])
 def test_fixed_texts_equal_the_oracle(language, text, nltk_tmp):
