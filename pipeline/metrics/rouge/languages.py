@@ -252,6 +252,8 @@ def sentences(text: str | None, *, punctuation: bool) -> list[str]:
         return []
     if punctuation:
         text = _SENTENCE_END.sub("\n", text)
+    if "\n" not in text:
+        return [text]
     return [line for line in text.split("\n") if line]
 
 
