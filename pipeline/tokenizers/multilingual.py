@@ -666,6 +666,26 @@ class _StemMemo(dict[str, str]):
         return stem
 
 
+class _IdMemo(dict[str, int]):
+    """Token -> the id of its stem in ``vocab`` (-1 for an empty stem), on first lookup.
+
+    ``vocab`` numbers stems in order of first sight; it is emptied only between batches
+    (:meth:`LanguageTokenizer.start_batch`), so every id of one batch refers to one numbering.
+    """
+
+    def __init__(self, stems: dict[str, str], vocab: dict[str, int]) -> None:
+        super().__init__()
+        self.stems = stems
+        self.vocab = vocab
+
+    def __missing__(self, token: str) -> int:
+        stem = self.stems[token]
+        vocab = self.vocab
+        token_id = vocab.setdefault(stem, len(vocab)) if stem else -1
+        self[token] = token_id
+        return token_id
+
+
 class LanguageTokenizer:
     """XL-Sum's tokenizer and stemmer for one language: ``tokenize(text) -> tokens``.
 
@@ -722,6 +742,10 @@ class LanguageTokenizer:
         self._xlsum_cache: dict[str, list[str]] = {}
         self._stem_cache: dict[str, str] = _StemMemo(self._stemmer)
         self._words_cache: dict[str, list[str]] = {}
+        self._vocab: dict[str, int] = {}
+        self._id_memo = _IdMemo(self._stem_cache, self._vocab)
+        self._ids_cache: dict[str, list[int]] = {}
+        self._xlsum_ids_cache: dict[str, list[int]] = {}
         self._loaded = True
 
     @property
@@ -808,6 +832,58 @@ class LanguageTokenizer:
             self._xlsum_cache[line] = tokens
         return tokens
 
+    # --- integer ids, for the batch path (one numbering per tokenizer) -------------------
+
+    def start_batch(self) -> None:
+        """Begin a batch of :meth:`token_ids` calls: the numbering stays fixed until the next.
+
+        Empties the vocabulary and every id memo when the vocabulary or the memos have
+        reached the cache size (never in the middle of a batch).
+        """
+        if not self._loaded:
+            self.load()
+        if max(len(self._vocab), len(self._id_memo), len(self._ids_cache),
+               len(self._xlsum_ids_cache)) >= _CACHE_MAX:
+            self._clear_ids()
+
+    def _clear_ids(self) -> None:
+        self._vocab.clear()
+        self._id_memo.clear()
+        self._ids_cache.clear()
+        self._xlsum_ids_cache.clear()
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of stem ids given out since the numbering began (0 before any)."""
+        return len(self._vocab) if self._loaded else 0
+
+    def _ids(self, tokens: list[str]) -> list[int]:
+        # one C-level lookup per token: the id of its stem (stemmed on first sight)
+        ids = list(map(self._id_memo.__getitem__, tokens))
+        return [i for i in ids if i >= 0] if -1 in ids else ids
+
+    def token_ids(self, text: str | None) -> list[int]:
+        """The ids of :meth:`tokenize`'s tokens: equal tokens, equal ids (in this tokenizer).
+
+        Call :meth:`start_batch` before a batch's first call. Ids are in
+        ``[0, vocab_size)``.
+        """
+        if not text:
+            return []
+        ids = self._ids_cache.get(text)
+        if ids is None:
+            ids = self._ids_cache[text] = self._ids(self._segmented(text))
+        return ids
+
+    def xlsum_line_ids(self, line: str | None) -> list[int]:
+        """The ids of :meth:`tokenize_xlsum_line`'s tokens (see :meth:`token_ids`)."""
+        if not line:
+            return []
+        ids = self._xlsum_ids_cache.get(line)
+        if ids is None:
+            ids = self._xlsum_ids_cache[line] = self._ids(self._words(line))
+        return ids
+
 
 @cache
 def package_version(name: str) -> str:
@@ -849,6 +925,7 @@ def clear_caches() -> None:
             tokenizer._xlsum_cache.clear()
             tokenizer._stem_cache.clear()
             tokenizer._words_cache.clear()
+            tokenizer._clear_ids()
 
 
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"

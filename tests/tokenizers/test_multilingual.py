@@ -129,6 +129,35 @@ def test_scores_equal_the_oracle(language, alphabet, nltk_tmp):
     check()
 
 
+def test_ids_renumbered_between_batches_only(monkeypatch, nltk_tmp):
+    """With a tiny cache size, every batch still scores as the oracle does."""
+    from pipeline.tokenizers import multilingual
+
+    monkeypatch.setattr(multilingual, "_CACHE_MAX", 3)
+    metrics = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+    oracle = oracle_scorer(list(metrics), lang="russian", stem=True, tmp=nltk_tmp)
+    scorer = Scorer(metrics=metrics, language="russian", stemmer="language",
+                    xlsum_rougelsum=True)
+    batches = [
+        [("кошки сидят на крыше домов", "кошка сидела на крыше дома"),
+         ("собаки лают\nна улице", "собака лает на улицах\nгорода")],
+        [("дома стоят", "кошки сидят на крыше домов"), ("улица", "на улице дома")],
+    ]
+    for pairs in batches:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = scorer.score_batch([p for p, _ in pairs],
+                                       [[r] for _, r in pairs]).table.to_pydict()
+            for i, (pred, ref) in enumerate(pairs):
+                want = oracle.score(ref, pred)
+                for m in metrics:
+                    got = tuple(table[f"{m}_{x}"][i] for x in ("precision", "recall",
+                                                                 "fmeasure"))
+                    assert got == tuple(want[m]), (m, pred, ref)
+    tok = get_language_tokenizer("russian", stem=True)
+    assert tok.vocab_size > 3  # a batch is never renumbered in its middle
+
+
 def test_hand_checked_rules():
     # Hindi: the longest listed suffix first, only when the stem keeps 2+ characters
     assert hindi_stem("लड़कियों") == "लड़क"   # ियों (4) removed

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -229,21 +230,19 @@ def fallback_notes(config: Mapping[str, Any],
     return [note for note in notes if note]
 
 
-def _batch(token_lists: Sequence[Sequence[list[str]]], vocab: dict[str, int],
-           n_zero: int) -> TokenizedBatch:
-    """Integer ids of texts given as lists of lines of tokens (ids shared through vocab)."""
-    lines_per_text = np.fromiter((len(t) for t in token_lists), dtype=np.int64,
-                                 count=len(token_lists))
-    text_line_offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-    np.cumsum(lines_per_text, out=text_line_offsets[1:])
-    flat_lines = [line for text in token_lists for line in text]
+def _id_batch(id_lists: Sequence[Sequence[list[int]]], vocab_size: int,
+              n_zero: int) -> TokenizedBatch:
+    """The batch of texts given as lists of lines of token ids."""
+    text_line_offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists)),
+              out=text_line_offsets[1:])
+    flat_lines = list(chain.from_iterable(id_lists))
     line_offsets = np.zeros(len(flat_lines) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter((len(x) for x in flat_lines), dtype=np.int64,
-                          count=len(flat_lines)), out=line_offsets[1:])
-    setdefault = vocab.setdefault
-    ids = np.fromiter((setdefault(t, len(vocab)) for line in flat_lines for t in line),
-                      dtype=np.int32, count=int(line_offsets[-1]))
-    return TokenizedBatch(ids, line_offsets, text_line_offsets, max(len(vocab), 1), n_zero)
+    np.cumsum(np.fromiter(map(len, flat_lines), dtype=np.int64, count=len(flat_lines)),
+              out=line_offsets[1:])
+    ids = np.fromiter(chain.from_iterable(flat_lines), dtype=np.int32,
+                      count=int(line_offsets[-1]))
+    return TokenizedBatch(ids, line_offsets, text_line_offsets, max(vocab_size, 1), n_zero)
 
 
 def sentences(text: str | None, *, punctuation: bool) -> list[str]:
@@ -284,17 +283,20 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
         A :class:`TokenizedBatch`; ``n_zero_token_texts`` counts the texts with a visible
         character but no token.
     """
-    vocab: dict[str, int] = {}
+    distinct = list(dict.fromkeys(tokenizers))
+    for tok in distinct:  # each tokenizer numbers its own stems; an example has one tokenizer
+        tok.start_batch()
     if lines:
-        views = [line_tokens(tok, t, xlsum=xlsum, punctuation=punctuation)
+        views = [[(tok.xlsum_line_ids if xlsum else tok.token_ids)(s)
+                  for s in sentences(t, punctuation=punctuation)]
                  for t, tok in zip(texts, tokenizers, strict=True)]
         zero = sum(1 for t, v in zip(texts, views, strict=True)
                    if not any(v) and has_letters(t))
     else:
-        views = [[tok.tokenize(t)] for t, tok in zip(texts, tokenizers, strict=True)]
+        views = [[tok.token_ids(t)] for t, tok in zip(texts, tokenizers, strict=True)]
         zero = sum(1 for t, v in zip(texts, views, strict=True)
                    if not v[0] and has_letters(t))
-    return _batch(views, vocab, zero)
+    return _id_batch(views, max((tok.vocab_size for tok in distinct), default=0), zero)
 
 
 __all__ = ["COLUMN_PREFIX", "UNNAMED_PREFIX", "check_options", "detected_languages",
