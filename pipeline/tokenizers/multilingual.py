@@ -801,14 +801,18 @@ class LanguageTokenizer:
         return words
 
     def _segmented(self, text: str) -> list[str]:
-        clean = " ".join(self._words(text))
+        """Steps 1-4; the very list of ``_words(text)`` when the fallback left it as it was."""
+        words = self._words(text)
+        clean = " ".join(words)
         tokens = self._segment(clean) if self._segment is not None and clean else []
         if not tokens and clean:
             pieces, _ = self._pretokenizer.tokenize(clean)
             # OpenNMT's pieces are non-empty and hold no white space (``clean`` has none
             # but spaces), so they are already the split; only ideographs need splitting out
-            tokens = (_split_ideographs(" ".join(pieces))
-                      if _CJK_IDEOGRAPH.search(clean) is not None else pieces)
+            if _CJK_IDEOGRAPH.search(clean) is not None:
+                tokens = _split_ideographs(" ".join(pieces))
+            else:
+                tokens = words if pieces == words else pieces
         return tokens
 
     def tokenize_xlsum_line(self, line: str | None) -> list[str]:
@@ -872,7 +876,11 @@ class LanguageTokenizer:
             return []
         ids = self._ids_cache.get(text)
         if ids is None:
-            ids = self._ids_cache[text] = self._ids(self._segmented(text))
+            tokens = self._segmented(text)
+            ids = self._ids_cache[text] = self._ids(tokens)
+            if tokens is self._words_cache.get(text) and "\n" not in text:
+                # the same words as XL-Sum's rougeLsum line view of the text: same ids
+                self._xlsum_ids_cache[text] = ids
         return ids
 
     def xlsum_line_ids(self, line: str | None) -> list[int]:
