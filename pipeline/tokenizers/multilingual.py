@@ -806,12 +806,17 @@ class LanguageTokenizer:
         clean = " ".join(words)
         tokens = self._segment(clean) if self._segment is not None and clean else []
         if not tokens and clean:
-            pieces, _ = self._pretokenizer.tokenize(clean)
-            # OpenNMT's pieces are non-empty and hold no white space (``clean`` has none
-            # but spaces), so they are already the split; only ideographs need splitting out
             if _CJK_IDEOGRAPH.search(clean) is not None:
+                pieces, _ = self._pretokenizer.tokenize(clean)
                 tokens = _split_ideographs(" ".join(pieces))
+            elif all(map(str.isalpha, words)):
+                # OpenNMT's aggressive mode splits letters only from what is not a letter:
+                # words of letters alone come back whole (tested on every letter of Unicode)
+                tokens = words
             else:
+                # its pieces are non-empty and hold no white space (``clean`` has none but
+                # spaces), so they are already the split
+                pieces, _ = self._pretokenizer.tokenize(clean)
                 tokens = words if pieces == words else pieces
         return tokens
 

@@ -129,6 +129,19 @@ def test_scores_equal_the_oracle(language, alphabet, nltk_tmp):
     check()
 
 
+def test_opennmt_keeps_every_word_of_letters_whole():
+    """The fallback skips OpenNMT for texts whose words are all letters (``str.isalpha``)."""
+    import pyonmttok
+
+    onmt = pyonmttok.Tokenizer("aggressive")
+    letters = [c for c in map(chr, range(0x110000)) if c.isalpha()]
+    split = [c for c in letters
+             if onmt.tokenize(f"a{c}a {c} я{c}{c}")[0] != [f"a{c}a", c, f"я{c}{c}"]]
+    assert split == []
+    # and it does split letters from digits and symbols (the case it is still called for)
+    assert onmt.tokenize("4aylık a½b")[0] == ["4", "aylık", "a", "½", "b"]
+
+
 def test_ids_renumbered_between_batches_only(monkeypatch, nltk_tmp):
     """With a tiny cache size, every batch still scores as the oracle does."""
     from pipeline.tokenizers import multilingual
