@@ -129,6 +129,22 @@ def test_scores_equal_the_oracle(language, alphabet, nltk_tmp):
     check()
 
 
+def test_clean_up_equals_the_oracle_on_every_code_point(nltk_tmp):
+    """Lower-casing and BERT's clean-up on every code point, as the oracle's.
+
+    Each BMP code point between two letters, then the rest 256 at a time: the re scans and
+    the translate table both meet every character.
+    """
+    oracle = oracle_scorer(["rouge1"], lang="croatian", stem=False, tmp=nltk_tmp)
+    ours = LanguageTokenizer("croatian")
+    texts = [f"a{chr(cp)}b" for cp in range(0x10000)]
+    texts += ["".join(f"a{chr(cp)}b " for cp in range(lo, lo + 256))
+              for lo in range(0x10000, 0x110000, 256)]
+    wrong = [t for t in texts
+             if ours.tokenize_xlsum_line(t) != oracle_xlsum_line_tokens(oracle, t)]
+    assert wrong == []
+
+
 def test_opennmt_keeps_every_word_of_letters_whole():
     """The fallback skips OpenNMT for texts whose words are all letters (``str.isalpha``)."""
     import pyonmttok
