@@ -34,6 +34,7 @@ import importlib
 import math
 import os
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -669,21 +670,78 @@ class _StemMemo(dict[str, str]):
 class _IdMemo(dict[str, int]):
     """Token -> the id of its stem in ``vocab`` (-1 for an empty stem), on first lookup.
 
-    ``vocab`` numbers stems in order of first sight; it is emptied only between batches
-    (:meth:`LanguageTokenizer.start_batch`), so every id of one batch refers to one numbering.
+    New ids are given under a lock, so threads sharing a numbering never give one id to two
+    stems.
     """
 
     def __init__(self, stems: dict[str, str], vocab: dict[str, int]) -> None:
         super().__init__()
         self.stems = stems
         self.vocab = vocab
+        self.lock = threading.Lock()
 
     def __missing__(self, token: str) -> int:
         stem = self.stems[token]
-        vocab = self.vocab
-        token_id = vocab.setdefault(stem, len(vocab)) if stem else -1
+        token_id = -1
+        if stem:
+            with self.lock:
+                vocab = self.vocab
+                token_id = vocab.setdefault(stem, len(vocab))
         self[token] = token_id
         return token_id
+
+
+class Numbering:
+    """One numbering of a tokenizer's stems, and the id lists of the texts met under it.
+
+    A batch keeps the numbering :meth:`LanguageTokenizer.start_batch` gave it to the end,
+    whatever other batches (threads) start meanwhile; ids are in ``[0, vocab_size)``.
+    """
+
+    def __init__(self, tokenizer: LanguageTokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.vocab: dict[str, int] = {}
+        self.memo = _IdMemo(tokenizer._stem_cache, self.vocab)
+        self.texts: dict[str, list[int]] = {}
+        self.lines: dict[str, list[int]] = {}
+
+    @property
+    def size(self) -> int:
+        """The number of entries held (the largest of vocabulary and memos)."""
+        return max(len(self.vocab), len(self.memo), len(self.texts), len(self.lines))
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of stem ids given out."""
+        return len(self.vocab)
+
+    def _ids(self, tokens: list[str]) -> list[int]:
+        # one C-level lookup per token: the id of its stem (stemmed on first sight)
+        ids = list(map(self.memo.__getitem__, tokens))
+        return [i for i in ids if i >= 0] if -1 in ids else ids
+
+    def token_ids(self, text: str | None) -> list[int]:
+        """The ids of :meth:`LanguageTokenizer.tokenize`'s tokens: equal tokens, equal ids."""
+        if not text:
+            return []
+        ids = self.texts.get(text)
+        if ids is None:
+            tok = self.tokenizer
+            tokens = tok._segmented(text)
+            ids = self.texts[text] = self._ids(tokens)
+            if tokens is tok._words_cache.get(text) and "\n" not in text:
+                # the same words as XL-Sum's rougeLsum line view of the text: same ids
+                self.lines[text] = ids
+        return ids
+
+    def xlsum_line_ids(self, line: str | None) -> list[int]:
+        """The ids of :meth:`LanguageTokenizer.tokenize_xlsum_line`'s tokens."""
+        if not line:
+            return []
+        ids = self.lines.get(line)
+        if ids is None:
+            ids = self.lines[line] = self._ids(self.tokenizer._words(line))
+        return ids
 
 
 class LanguageTokenizer:
@@ -742,10 +800,7 @@ class LanguageTokenizer:
         self._xlsum_cache: dict[str, list[str]] = {}
         self._stem_cache: dict[str, str] = _StemMemo(self._stemmer)
         self._words_cache: dict[str, list[str]] = {}
-        self._vocab: dict[str, int] = {}
-        self._id_memo = _IdMemo(self._stem_cache, self._vocab)
-        self._ids_cache: dict[str, list[int]] = {}
-        self._xlsum_ids_cache: dict[str, list[int]] = {}
+        self._numbering = Numbering(self)
         self._loaded = True
 
     @property
@@ -841,61 +896,19 @@ class LanguageTokenizer:
             self._xlsum_cache[line] = tokens
         return tokens
 
-    # --- integer ids, for the batch path (one numbering per tokenizer) -------------------
+    # --- integer ids, for the batch path (one numbering per tokenizer and batch) --------
 
-    def start_batch(self) -> None:
-        """Begin a batch of :meth:`token_ids` calls: the numbering stays fixed until the next.
+    def start_batch(self) -> Numbering:
+        """The numbering a batch of :meth:`Numbering.token_ids` calls keeps to its end.
 
-        Empties the vocabulary and every id memo when the vocabulary or the memos have
-        reached the cache size (never in the middle of a batch).
+        A fresh one replaces the current one when that has reached the cache size (never
+        in the middle of a batch: a batch holds on to the numbering it was given).
         """
         if not self._loaded:
             self.load()
-        if max(len(self._vocab), len(self._id_memo), len(self._ids_cache),
-               len(self._xlsum_ids_cache)) >= _CACHE_MAX:
-            self._clear_ids()
-
-    def _clear_ids(self) -> None:
-        self._vocab.clear()
-        self._id_memo.clear()
-        self._ids_cache.clear()
-        self._xlsum_ids_cache.clear()
-
-    @property
-    def vocab_size(self) -> int:
-        """The number of stem ids given out since the numbering began (0 before any)."""
-        return len(self._vocab) if self._loaded else 0
-
-    def _ids(self, tokens: list[str]) -> list[int]:
-        # one C-level lookup per token: the id of its stem (stemmed on first sight)
-        ids = list(map(self._id_memo.__getitem__, tokens))
-        return [i for i in ids if i >= 0] if -1 in ids else ids
-
-    def token_ids(self, text: str | None) -> list[int]:
-        """The ids of :meth:`tokenize`'s tokens: equal tokens, equal ids (in this tokenizer).
-
-        Call :meth:`start_batch` before a batch's first call. Ids are in
-        ``[0, vocab_size)``.
-        """
-        if not text:
-            return []
-        ids = self._ids_cache.get(text)
-        if ids is None:
-            tokens = self._segmented(text)
-            ids = self._ids_cache[text] = self._ids(tokens)
-            if tokens is self._words_cache.get(text) and "\n" not in text:
-                # the same words as XL-Sum's rougeLsum line view of the text: same ids
-                self._xlsum_ids_cache[text] = ids
-        return ids
-
-    def xlsum_line_ids(self, line: str | None) -> list[int]:
-        """The ids of :meth:`tokenize_xlsum_line`'s tokens (see :meth:`token_ids`)."""
-        if not line:
-            return []
-        ids = self._xlsum_ids_cache.get(line)
-        if ids is None:
-            ids = self._xlsum_ids_cache[line] = self._ids(self._words(line))
-        return ids
+        if self._numbering.size >= _CACHE_MAX:
+            self._numbering = Numbering(self)
+        return self._numbering
 
 
 @cache
@@ -938,7 +951,7 @@ def clear_caches() -> None:
             tokenizer._xlsum_cache.clear()
             tokenizer._stem_cache.clear()
             tokenizer._words_cache.clear()
-            tokenizer._clear_ids()
+            tokenizer._numbering = Numbering(tokenizer)
 
 
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
@@ -994,7 +1007,7 @@ def signature_versions(language: str | None, *, stem: bool,
 
 
 __all__ = ["ALIASES", "AUTO", "AUTO_FALLBACK", "AUTO_LANGUAGES", "EXTRA",
-           "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "SNOWBALL_LANGUAGES",
+           "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "Numbering", "SNOWBALL_LANGUAGES",
            "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem", "burmese_syllables",
            "canonical_language", "check_installed", "check_language", "is_named_language",
            "unnamed_language_note", "clean_words",

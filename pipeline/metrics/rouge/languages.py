@@ -283,20 +283,22 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
         A :class:`TokenizedBatch`; ``n_zero_token_texts`` counts the texts with a visible
         character but no token.
     """
-    distinct = list(dict.fromkeys(tokenizers))
-    for tok in distinct:  # each tokenizer numbers its own stems; an example has one tokenizer
-        tok.start_batch()
+    # each tokenizer numbers its own stems (an example has one tokenizer), and the batch
+    # keeps the numbering it starts with to its end
+    numbering = {tok: tok.start_batch() for tok in dict.fromkeys(tokenizers)}
+    numberings = [numbering[tok] for tok in tokenizers]
     if lines:
-        views = [[(tok.xlsum_line_ids if xlsum else tok.token_ids)(s)
+        views = [[(n.xlsum_line_ids if xlsum else n.token_ids)(s)
                   for s in sentences(t, punctuation=punctuation)]
-                 for t, tok in zip(texts, tokenizers, strict=True)]
+                 for t, n in zip(texts, numberings, strict=True)]
         zero = sum(1 for t, v in zip(texts, views, strict=True)
                    if not any(v) and has_letters(t))
     else:
-        views = [[tok.token_ids(t)] for t, tok in zip(texts, tokenizers, strict=True)]
+        views = [[n.token_ids(t)] for t, n in zip(texts, numberings, strict=True)]
         zero = sum(1 for t, v in zip(texts, views, strict=True)
                    if not v[0] and has_letters(t))
-    return _id_batch(views, max((tok.vocab_size for tok in distinct), default=0), zero)
+    size = max((n.vocab_size for n in numbering.values()), default=0)
+    return _id_batch(views, size, zero)
 
 
 __all__ = ["COLUMN_PREFIX", "UNNAMED_PREFIX", "check_options", "detected_languages",
