@@ -272,6 +272,10 @@ class MetricFamily(Protocol):
 
     Subclass :class:`Family` for ``serves``, option reading and the empty defaults.
 
+    Optional attribute ``reads``: keys of options declared by another family that this one
+    also reads (e.g. ROUGE-1.5.5's metrics read ROUGE's ``stemmer``), so that an option set
+    while none of its readers is requested is refused (:func:`pipeline.scoring.unread_options`).
+
     Optional attribute ``reads_arrow = True``: ``score`` also takes the batch as Arrow
     arrays (a string array and a list<string> array, nulls as in the input; see
     :func:`reference_lists`), so a family may read the texts' bytes without Python strings.
@@ -355,6 +359,7 @@ class Family:
         pattern: when set, the names it serves are those this pattern matches in full
             (e.g. ``rouge([1-9])|rougeL|rougeLsum``); otherwise exactly ``names``.
         options: its settings.
+        reads: keys of other families' options it also reads (see :class:`MetricFamily`).
         presets: its settings that stand for metrics and options at once (:class:`Preset`).
         notes: its data notes, in the order they are written and printed.
         trailing_signature_fields: signature fields written after ``seed`` rather than
@@ -368,6 +373,7 @@ class Family:
     names: ClassVar[tuple[str, ...]] = ()
     pattern: ClassVar[re.Pattern[str] | None] = None
     options: ClassVar[tuple[Option, ...]] = ()
+    reads: ClassVar[tuple[str, ...]] = ()
     presets: ClassVar[tuple[Preset, ...]] = ()
     notes: ClassVar[tuple[DataNote, ...]] = ()
     trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
