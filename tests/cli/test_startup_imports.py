@@ -1,5 +1,6 @@
 """`overlap score` imports only what the run needs: a small default run (the command a
-5,000-row job runs, docs/sizing.md) never loads pandas, numba, scipy, fsspec or Ray.
+5,000-row job runs, docs/sizing.md) never loads pandas, numba, scipy, fsspec or Ray, and
+forks no worker.
 
 pandas would cost about 0.1 CPU-second of a 0.5 s command: pyarrow imports it on the first
 conversion from Python or numpy values (pipeline.arrays avoids that). Checked in a fresh
@@ -48,6 +49,9 @@ def test_a_default_score_run_loads_no_heavy_module(tmp_path):
     preds = _inputs(tmp_path)
     assert _loaded(["score", str(preds), "--output", str(tmp_path / "run")]) == []
     assert (tmp_path / "run" / "_SUCCESS").exists()
+    # nor forks a worker (pipeline.engine.run.FORK_MIN_ROWS)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["engine"]["engine"] == "local" and manifest["engine"]["num_cpus"] == 1
 
 
 def test_the_check_sees_a_heavy_module(tmp_path):
