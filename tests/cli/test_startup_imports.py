@@ -1,6 +1,7 @@
 """`overlap score` imports only what the run needs: a small default run (the command a
-5,000-row job runs, docs/sizing.md) never loads pandas, numba, scipy, fsspec or Ray, and
-forks no worker.
+5,000-row job runs, docs/sizing.md) never loads pandas, numba, scipy, fsspec or Ray, nor
+the segmenters' module of --language (and importlib.resources under it), and forks no
+worker.
 
 pandas would cost about 0.1 CPU-second of a 0.5 s command: pyarrow imports it on the first
 conversion from Python or numpy values (pipeline.arrays avoids that). Checked in a fresh
@@ -16,7 +17,8 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-HEAVY = ("pandas", "numba", "scipy", "fsspec", "ray")
+HEAVY = ("pandas", "numba", "scipy", "fsspec", "ray",
+         "pipeline.tokenizers.multilingual", "importlib.resources")
 
 _RUN = r"""
 import json, sys
