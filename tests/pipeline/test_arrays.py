@@ -11,7 +11,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from pipeline import arrays
 from pipeline.arrays import from_numpy, from_pylist, scalar, to_numpy
+
+
+@pytest.fixture(autouse=True)
+def _no_pandas_yet(monkeypatch):
+    # this process has pandas loaded, which sends from_pylist to pa.array: not what is tested
+    monkeypatch.setattr(arrays, "_pandas_loaded", lambda: False)
 
 
 def _values(array: pa.Array) -> list:
@@ -134,6 +141,21 @@ def test_from_pylist_refuses_what_pa_array_refuses(values, arrow_type):
 def test_scalar_is_pa_scalar(value, arrow_type):
     ours, theirs = scalar(value, arrow_type), pa.scalar(value, arrow_type)
     assert ours.type == theirs.type and ours.equals(theirs) and ours.as_py() == value
+
+
+def test_large_lists_and_a_loaded_pandas_go_to_pa_array(monkeypatch):
+    calls = []
+    real = pa.array
+    monkeypatch.setattr(arrays.pa, "array",
+                        lambda *a, **k: calls.append(len(a[0])) or real(*a, **k))
+    from_pylist([0.5] * 10, pa.float64())
+    assert calls == []
+    _same(from_pylist([0.5] * (arrays.MAX_PYLIST + 1), pa.float64()),
+          real([0.5] * (arrays.MAX_PYLIST + 1), pa.float64()))
+    assert calls == [arrays.MAX_PYLIST + 1]
+    monkeypatch.setattr(arrays, "_pandas_loaded", lambda: True)
+    from_pylist(["a"], pa.string())
+    assert calls == [arrays.MAX_PYLIST + 1, 1]
 
 
 def test_scalar_fills_nulls_as_a_python_value_does():
