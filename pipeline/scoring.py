@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, scalar, to_numpy
 from pipeline.config_checks import as_choice, as_names, as_opt_int, as_option, as_str
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
@@ -452,8 +453,8 @@ class Scorer:
         lists: tuple[list[str | None], list[list[str | None]]] | None = None
         if arrow:
             n = len(predictions)
-            n_references = np.asarray(pc.list_value_length(references).fill_null(0),
-                                      dtype=np.int32)
+            lengths = pc.list_value_length(references)
+            n_references = to_numpy(pc.fill_null(lengths, scalar(0, lengths.type)), np.int32)
         else:
             lists = (text_list(predictions), reference_lists(references))
             n = len(lists[0])
@@ -485,7 +486,8 @@ class Scorer:
             for k, v in out.counts.items():
                 counts[k] = counts.get(k, 0) + v
         table = pa.Table.from_arrays(
-            [pa.array(out_columns[f.name], f.type) for f in self._schema], schema=self._schema)
+            [from_numpy(out_columns[f.name], f.type) for f in self._schema],
+            schema=self._schema)
         return ScoredBatch(table, truncated, counts)
 
 

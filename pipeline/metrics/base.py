@@ -33,6 +33,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from pipeline.arrays import to_numpy
+
 # summed statistics, float64 shape (R, S) in the spec's statistics order -> corpus scores (R,)
 CorpusScore = Callable[[np.ndarray], np.ndarray]
 
@@ -511,7 +513,7 @@ def reference_lists(references: Any) -> list[list[str | None]]:
         references = references.combine_chunks()
     if isinstance(references, pa.Array):
         lists = references.fill_null([]) if references.null_count else references
-        offsets = np.asarray(lists.offsets, dtype=np.int64)
+        offsets = to_numpy(lists.offsets, np.int64)
         flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
         rel = (offsets - offsets[0]).tolist()
         return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]
