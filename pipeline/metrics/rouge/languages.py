@@ -20,21 +20,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.tokenizers.multilingual import (
-    AUTO,
-    LanguageTokenizer,
-    canonical_language,
-    check_language,
-    detect_language,
-    get_language_tokenizer,
-    is_named_language,
-)
 from pipeline.tokenizers.rouge_score import TokenizedBatch
+
+# The segmenters' module (and importlib.resources under it) is imported where a language
+# is asked for: a run without --language does not load it.
+if TYPE_CHECKING:
+    from pipeline.tokenizers.multilingual import LanguageTokenizer
 
 COLUMN_PREFIX = "column:"
 # FamilyScores.counts key prefix: rows whose column:COL language is not a named language
@@ -52,6 +48,10 @@ def language_column(language: str | None) -> str | None:
 
 def is_auto(language: str | None) -> bool:
     """Whether ``language`` is ``auto``: each example's segmenter picked by its script."""
+    if not language:
+        return False
+    from pipeline.tokenizers.multilingual import AUTO
+
     return language == AUTO
 
 
@@ -67,6 +67,8 @@ def detected_languages(predictions: Sequence[str | None],
         N names, each one of ``chinese``, ``japanese``, ``thai``, ``burmese`` or ``other``
         (the fallback tokenizer).
     """
+    from pipeline.tokenizers.multilingual import detect_language
+
     return [detect_language([p, *rs]) for p, rs in zip(predictions, references, strict=True)]
 
 
@@ -81,6 +83,8 @@ def dictionary_unread(options: Mapping[str, Any]) -> bool:
             or not language or is_auto(language) or language_column(language) is not None \
             or not str(language).strip():
         return False
+    from pipeline.tokenizers.multilingual import canonical_language
+
     return canonical_language(str(language)) != "japanese"
 
 
@@ -94,8 +98,6 @@ def check_options(options: Mapping[str, Any]) -> None:
             a language with another tokenizer, the Porter stemmer or case kept; an empty
             column name; a missing ``multilingual`` extra.
     """
-    from pipeline.tokenizers.multilingual import check_installed
-
     language = options.get("language")
     if not language:
         if options.get("stemmer") == "language":
@@ -106,6 +108,8 @@ def check_options(options: Mapping[str, Any]) -> None:
         if options.get("japanese_dictionary", "unidic-lite") != "unidic-lite":
             raise ConfigError("japanese_dictionary needs --language (config key language)")
         return
+    from pipeline.tokenizers.multilingual import check_installed, check_language
+
     if options.get("tokenizer", "rouge-score") != "rouge-score":
         raise ConfigError(f"--language sets the ROUGE tokenizer; it cannot be combined with "
                           f"tokenizer {options['tokenizer']!r}", hint="drop --tokenizer")
@@ -151,6 +155,8 @@ def tokenizers_for(options: Mapping[str, Any], n: int,
     Raises:
         ConfigError: a per-row language that is empty or null, or a missing extra.
     """
+    from pipeline.tokenizers.multilingual import AUTO, get_language_tokenizer
+
     stem = options.get("stemmer") == "language"
     dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
     column = language_column(options.get("language"))
@@ -187,6 +193,8 @@ def unnamed_counts(values: Sequence[str | None]) -> dict[str, int]:
         ``{"unnamed_language:NAME": rows}`` for each such NAME (summed over partitions like
         every count, then gathered under the manifest's ``counts.unnamed_languages``).
     """
+    from pipeline.tokenizers.multilingual import is_named_language
+
     out: dict[str, int] = {}
     named: dict[str, bool] = {}
     for value in values:
@@ -217,9 +225,11 @@ def fallback_notes(config: Mapping[str, Any],
         One line for ``--language NAME`` when NAME falls back, one per such column value
         (:func:`pipeline.tokenizers.multilingual.unnamed_language_note`); empty otherwise.
     """
+    language = config.get("language")
+    if not language and not (counts or {}).get("unnamed_languages"):
+        return []
     from pipeline.tokenizers.multilingual import unnamed_language_note
 
-    language = config.get("language")
     notes = []
     if language and not is_auto(language) and language_column(language) is None:
         notes.append(unnamed_language_note(str(language)))
