@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, scalar, to_numpy
 from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
@@ -463,21 +464,22 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
         refs = refs.take(position)
     if refs.type != list_type:
         refs = pc.cast(refs, list_type)
-    empty = pc.fill_null(pc.equal(pc.list_value_length(refs), 0), True)
+    lengths = pc.list_value_length(refs)
+    empty = pc.fill_null(pc.equal(lengths, scalar(0, lengths.type)), scalar(True, pa.bool_()))
     if missing is not None:  # missing ids are reported as such, not as empty lists
         empty = pc.and_(empty, pc.invert(missing))
     flat_null = pc.is_null(pc.list_flatten(refs))
     with_null = np.zeros(len(refs), dtype=bool)
     if pc.any(flat_null).as_py():
-        with_null[np.asarray(pc.filter(pc.list_parent_indices(refs), flat_null))] = True
+        with_null[to_numpy(pc.filter(pc.list_parent_indices(refs), flat_null))] = True
     if spec.on_empty_references == "error":
         problems.add("no_reference", ids.filter(empty))
         if spec.layout != "rows":  # rows: null reference rows were counted above
-            problems.add("null_reference", ids.filter(pa.array(with_null)))
+            problems.add("null_reference", ids.filter(from_numpy(with_null)))
     else:
         skipped.add("no_reference", ids.filter(empty))
-        skipped.add("null_reference", ids.filter(pa.array(with_null)))
-    drop = pc.or_(empty, pa.array(with_null))
+        skipped.add("null_reference", ids.filter(from_numpy(with_null)))
+    drop = pc.or_(empty, from_numpy(with_null))
     if missing is not None:
         drop = pc.or_(drop, missing)
     if not problems.counts and pc.any(drop).as_py():
@@ -489,7 +491,8 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
 def _duplicates(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The ids that occur more than once, each once, in order of first occurrence."""
     counts = pc.value_counts(ids)
-    return counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
+    times = counts.field("counts")
+    return counts.filter(pc.greater(times, scalar(1, times.type))).field("values")
 
 
 def _rows_without_prediction(preds: pa.Table, spec: InputSpec, ids: pa.Array) -> pa.Table:
@@ -525,7 +528,7 @@ def check_partition(spec: InputSpec, index: int, exchange: Exchange) -> Partitio
     refs = [_keys_of(spec, read_piece(locate(u), index, n, ref_cols), "references")
             for u in exchange.uris("references")]
     joined = _join(spec, preds, refs)
-    lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
+    lengths = _reference_counts(joined.references)
     return PartitionCheck(
         index=index, n_examples=len(lengths),
         min_references=int(lengths.min()) if len(lengths) else 0,
@@ -643,7 +646,7 @@ def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> Sc
     truncated = np.concatenate(cut)
     long = Problems()
     if settings.on_long_text == "error" and truncated.any():
-        long.add("long_text", preds.column(spec.id_column).filter(pa.array(truncated)))
+        long.add("long_text", preds.column(spec.id_column).filter(from_numpy(truncated)))
     scores = pa.concat_tables(scored).combine_chunks()
     columns: list[pa.Array | pa.ChunkedArray] = [preds.column(spec.id_column)]
     names = [spec.id_column]
@@ -653,7 +656,7 @@ def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> Sc
     if spec.keep_text:
         columns.append(texts)
         names.append(TEXT_COLUMN)
-    columns += [*scores.columns, pa.array(truncated)]
+    columns += [*scores.columns, from_numpy(truncated)]
     names += [*scores.column_names, TRUNCATED_COLUMN]
     for t in settings.thresholds:
         columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
@@ -777,9 +780,15 @@ class UnitScored:
     share: PartShare | None = None
 
 
+def _reference_counts(references: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """References per example, shape (n,), 0 for a null list (pandas left unimported)."""
+    counted = pc.list_value_length(references)
+    return to_numpy(pc.fill_null(counted, scalar(0, counted.type)))
+
+
 def _add_check(check: PartitionCheck, joined: Joined) -> None:
     """Add one piece's examples, reference counts, problems and skips to ``check``."""
-    lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
+    lengths = _reference_counts(joined.references)
     if len(lengths):
         lo, hi = int(lengths.min()), int(lengths.max())
         if check.n_examples:
@@ -929,11 +938,11 @@ def _score_slice(spec: InputSpec, settings: ScoringSettings, table: pa.Table, wh
     def cut(t: pa.Table) -> list[pa.Table]:
         # one take in partition order, then a slice per partition (the exchange file's
         # writer keeps only a slice's own range of the buffers)
-        ordered = t.take(pa.array(order))
+        ordered = t.take(from_numpy(order))
         return [ordered.slice(bounds[b], counts[b]) for b in range(n)]
 
     ids_writer.write(cut(table.select([spec.id_column])))
-    lengths = np.asarray(pc.list_value_length(whole.references).fill_null(0))
+    lengths = _reference_counts(whole.references)
     for b, check in enumerate(checks):  # as _add_check, per partition
         if counts[b]:
             share = lengths[order[bounds[b]:bounds[b + 1]]]
@@ -944,7 +953,7 @@ def _score_slice(spec: InputSpec, settings: ScoringSettings, table: pa.Table, wh
             check.n_examples += int(counts[b])
     rows = score_rows(spec, settings, whole)
     rows_writer.write(cut(rows.table))
-    nulls = np.asarray(pc.is_null(whole.predictions.column(spec.prediction_column)))
+    nulls = to_numpy(pc.is_null(whole.predictions.column(spec.prediction_column)))
     null_counts = np.bincount(where, weights=nulls, minlength=n)
     truncated_counts = np.bincount(where, weights=rows.truncated, minlength=n)
     for b, part in enumerate(parts):
@@ -957,7 +966,7 @@ def _score_slice(spec: InputSpec, settings: ScoringSettings, table: pa.Table, wh
     if rows.long.counts:  # the ids named in partition order, as the pieces would name them
         long = Problems()
         long.add("long_text", whole.predictions.column(spec.id_column).take(
-            pa.array(order)).filter(pa.array(rows.truncated[order])))
+            from_numpy(order)).filter(from_numpy(rows.truncated[order])))
         first.problems.merge(long)
     return rows
 
@@ -1022,8 +1031,7 @@ def _gather(task: PartitionTask, result: PartitionResult, kept: list[pa.Table] |
     table = table.combine_chunks()
     if kept is not None:
         kept.append(table)
-    table = table.add_column(0, RUN_ID_COLUMN, pa.repeat(pa.scalar(task.run_id, pa.string()),
-                                                        n))
+    table = table.add_column(0, RUN_ID_COLUMN, pa.repeat(scalar(task.run_id, pa.string()), n))
     return _write_part(task, table, result, started=start)
 
 
@@ -1043,7 +1051,7 @@ def gather_partition_share(task: PartitionTask, result: PartitionResult, share: 
     if written.problems.counts:
         return written, None
     columns = list(dict.fromkeys([share.id_column, *share.columns]))
-    table = kept[0].select(columns) if kept else pa.table({})  # no row: an empty share
+    table = kept[0].select(columns) if kept else pa.Table.from_arrays([], names=[])  # no row
     return written, part_share(table, share, part=task.index, scales=scales)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, scalar, to_numpy
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError
 from pipeline.metrics import multi_reference
@@ -320,7 +321,7 @@ def _scripts(texts: Sequence[str | None] | pa.Array | pa.ChunkedArray, batch: An
 
     zero = np.flatnonzero(batch.text_token_counts() == 0)[:1000]
     if isinstance(texts, pa.Array | pa.ChunkedArray):
-        chosen = texts.take(pa.array(zero)).to_pylist()
+        chosen = texts.take(from_numpy(zero)).to_pylist()
     else:
         chosen = [texts[i] for i in zero.tolist()]
     found: dict[str, None] = {}
@@ -449,7 +450,7 @@ def _flatten_arrow(references: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, 
     if isinstance(references, pa.ChunkedArray):
         references = references.combine_chunks()
     lists = references.fill_null([]) if references.null_count else references
-    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    offsets = to_numpy(lists.offsets, np.int64)
     return np.diff(offsets), _large_strings(lists.values[offsets[0]:offsets[-1]])
 
 
@@ -472,13 +473,13 @@ def _count_one_line(texts: pa.Array | pa.ChunkedArray,
         if not len(one_line):
             return 0
         if len(one_line) < len(texts):
-            texts = texts.take(pa.array(one_line))
+            texts = texts.take(from_numpy(one_line))
         # one line each: no newline to look for
         several = pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2)
     else:
         several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
                           pc.invert(pc.match_substring(texts, "\n")))
-    return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
+    return int(pc.sum(pc.fill_null(several, scalar(False, pa.bool_()))).as_py() or 0)
 
 
 def _measures(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
