@@ -98,6 +98,27 @@ def test_arrow_input_is_tokenized_like_python_strings():
     assert _count_one_line(arr) == _count_one_line(arr, lines) == expected == 3
 
 
+def test_texts_of_many_short_lines_keep_every_line():
+    """Texts with far more lines than bytes / 32 (the byte scan's first guess) lose none.
+
+    Per line, the tokens are rouge-score's of the line (``text.split("\\n")``), whether the
+    texts come as Python strings, one Arrow array, or two chunks read from two buffers.
+    """
+    import pyarrow as pa
+
+    texts = ["\n" * 300, "a\n" * 200 + "b", "x\n\ny z" * 50, "c d", "\n\nend\n"]
+    tok = get_tokenizer("rouge-score")
+    expected = [[rs_tokenize.tokenize(line, None) for line in t.split("\n")] for t in texts]
+    for given in (texts, pa.array(texts, pa.large_string()),
+                  pa.chunked_array([texts[:2], texts[2:]], pa.large_string())):
+        batch = tokenize_batch(given, tokenizer=tok)
+        lines = [[batch.line_offsets[line + 1] - batch.line_offsets[line]
+                  for line in range(batch.text_line_offsets[t], batch.text_line_offsets[t + 1])]
+                 for t in range(len(texts))]
+        assert lines == [[len(x) for x in t] for t in expected]
+        assert len(batch.tokens) == sum(len(x) for t in expected for x in t)
+
+
 def test_arrow_texts_without_separators_between_them_keep_every_token():
     """One-letter texts back to back in an Arrow buffer hold one token per byte.
 
