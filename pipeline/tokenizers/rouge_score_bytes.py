@@ -48,8 +48,8 @@ def _lowers_to_ascii(buf, q, end):
 @njit(cache=True, nogil=True)
 def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vocab_offsets,
                    ids, line_offsets, text_line_offsets):
-    """Tokenize from ``state`` on; return 1 to ask for bigger tables, 2 for a bigger
-    ``line_offsets``, 0 when done.
+    """Tokenize from ``state`` on; return 0 when done, else ask for more room: 1 bigger
+    tables, 2 a bigger ``line_offsets``, 3 a bigger ``ids``.
 
     ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids, 1 when a
     character that lowercases to ASCII was met]. The tables are never reallocated in here, so
@@ -90,6 +90,9 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
                 q += 1
                 continue
             s = q
+            if n_tok >= ids.shape[0]:
+                state[0], state[1], state[2], state[3], state[4] = t, s, line, n_tok, n_ids
+                return 3
             if s + 8 <= n_buf:
                 # 8 bytes classified at once, branch-free: bit i of `token` set when byte
                 # s + i is a token byte; the token ends at the first clear bit or at the
@@ -198,6 +201,13 @@ def _grow_lines(line_offsets):
 
 
 @njit(cache=True, nogil=True)
+def _grow_ids(ids):
+    new = np.empty(2 * ids.shape[0], dtype=np.int32)
+    new[:ids.shape[0]] = ids
+    return new
+
+
+@njit(cache=True, nogil=True)
 def tokenize_bytes(buf, text_offsets, table):
     """Split texts into lines and tokens and give each distinct token an id.
 
@@ -251,10 +261,12 @@ def _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
     n_texts = n_a + n_b
     n_bytes = (text_offsets_a[n_a] - text_offsets_a[0]) + (text_offsets_b[n_b]
                                                             - text_offsets_b[0])
-    # A text of L bytes holds at most (L + 1) // 2 tokens; texts need not be separated by
-    # a byte (an Arrow buffer is read as it is), hence the n_texts.
-    ids = np.empty((n_bytes + n_texts) // 2 + 1, dtype=np.int32)
-    # room for a line every 32 bytes (more lines grow it)
+    # Room for a token every 4 bytes and a line every 32 (English prose has a token about
+    # every 6 bytes); a batch with more grows them. A text of L bytes can hold (L + 1) // 2
+    # tokens, but an array of that bound would be about three times what is used, too much
+    # to hand back as it is, and copying its used part out costs a tenth of the scan; this
+    # one is handed back as a view of its used part.
+    ids = np.empty(n_texts + n_bytes // 4 + 16, dtype=np.int32)
     line_offsets = np.empty(n_texts + n_bytes // 32 + 2, dtype=np.int64)
     text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
     slots = _empty_slots(1 << 12)
@@ -269,8 +281,10 @@ def _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
             break
         if more == 1:
             slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
-        else:
+        elif more == 2:
             line_offsets = _grow_lines(line_offsets)
+        else:
+            ids = _grow_ids(ids)
     # the second buffer from its first text on, the lines, tokens and ids counted on
     state[0] = 0
     state[1] = -1
@@ -281,9 +295,11 @@ def _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
             break
         if more == 1:
             slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
-        else:
+        elif more == 2:
             line_offsets = _grow_lines(line_offsets)
+        else:
+            ids = _grow_ids(ids)
     n_tok = state[3]
     n_ids = state[4]
-    return (ids[:n_tok].copy(), line_offsets[:state[2] + 1].copy(), text_line_offsets,
+    return (ids[:n_tok], line_offsets[:state[2] + 1].copy(), text_line_offsets,
             arena[:vocab_offsets[n_ids]].copy(), vocab_offsets[:n_ids + 1].copy(), state[5])

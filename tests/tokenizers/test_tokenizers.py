@@ -98,15 +98,17 @@ def test_arrow_input_is_tokenized_like_python_strings():
     assert _count_one_line(arr) == _count_one_line(arr, lines) == expected == 3
 
 
-def test_texts_of_many_short_lines_keep_every_line():
-    """Texts with far more lines than bytes / 32 (the byte scan's first guess) lose none.
+def test_texts_of_many_short_lines_or_tokens_keep_every_one():
+    """Texts with far more lines than bytes / 32, or tokens than bytes / 4 (the byte scan's
+    first guesses), lose none.
 
     Per line, the tokens are rouge-score's of the line (``text.split("\\n")``), whether the
     texts come as Python strings, one Arrow array, or two chunks read from two buffers.
     """
     import pyarrow as pa
 
-    texts = ["\n" * 300, "a\n" * 200 + "b", "x\n\ny z" * 50, "c d", "\n\nend\n"]
+    texts = ["\n" * 300, "a b " * 300 + "\nq", "x\n\ny z" * 50, "c d",
+             "i j k " * 200 + "\n\nend\n"]
     tok = get_tokenizer("rouge-score")
     expected = [[rs_tokenize.tokenize(line, None) for line in t.split("\n")] for t in texts]
     for given in (texts, pa.array(texts, pa.large_string()),
