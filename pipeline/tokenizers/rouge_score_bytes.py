@@ -48,9 +48,9 @@ def _lowers_to_ascii(buf, q, end):
 @njit(cache=True, nogil=True)
 def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vocab_offsets,
                    ids, line_offsets, text_line_offsets):
-    """Tokenize from ``state`` on; return 0 when done, else ask for more room: 1 bigger
-    tables, 2 a bigger ``line_offsets``, 3 a bigger ``ids``.
+    """Tokenize from ``state`` on; return 0 when done, else the room it needs.
 
+    1 asks for bigger tables, 2 for a bigger ``line_offsets``, 3 for a bigger ``ids``.
     ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids, 1 when a
     character that lowercases to ASCII was met]. The tables are never reallocated in here, so
     the loop keeps them in registers. Text ``t`` of ``buf`` is text ``first_text + t`` of

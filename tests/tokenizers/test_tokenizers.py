@@ -99,8 +99,7 @@ def test_arrow_input_is_tokenized_like_python_strings():
 
 
 def test_texts_of_many_short_lines_or_tokens_keep_every_one():
-    """Texts with far more lines than bytes / 32, or tokens than bytes / 4 (the byte scan's
-    first guesses), lose none.
+    """Lines and tokens past the byte scan's first guesses (bytes / 32, bytes / 4) are kept.
 
     Per line, the tokens are rouge-score's of the line (``text.split("\\n")``), whether the
     texts come as Python strings, one Arrow array, or two chunks read from two buffers.
@@ -111,9 +110,9 @@ def test_texts_of_many_short_lines_or_tokens_keep_every_one():
              "i j k " * 200 + "\n\nend\n"]
     tok = get_tokenizer("rouge-score")
     expected = [[rs_tokenize.tokenize(line, None) for line in t.split("\n")] for t in texts]
-    for given in (texts, pa.array(texts, pa.large_string()),
-                  pa.chunked_array([texts[:2], texts[2:]], pa.large_string())):
-        batch = tokenize_batch(given, tokenizer=tok)
+    for arg in (texts, pa.array(texts, pa.large_string()),
+                pa.chunked_array([texts[:2], texts[2:]], pa.large_string())):
+        batch = tokenize_batch(arg, tokenizer=tok)
         lines = [[batch.line_offsets[line + 1] - batch.line_offsets[line]
                   for line in range(batch.text_line_offsets[t], batch.text_line_offsets[t + 1])]
                  for t in range(len(texts))]
