@@ -528,6 +528,48 @@ def lcs_length_bits2(tokens, a_start, a_len, b_len, loc, masks):
 
 
 @njit(cache=True, nogil=True)
+def lcs_length_unigrams(tokens, a_start, a_len, b_len, loc, masks, n_local, used):
+    """:func:`lcs_length_bits2` (or one word) and the clipped unigram matches in one pass.
+
+    The unigram matches are rouge1's, sum over tokens of min(count in a, count in b): a
+    row token present in the columns takes a match while it has been seen no more often
+    than its mask has bits (its count in the columns).
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length.
+        b_len: length of the column sequence, 0 < b_len <= 128.
+        loc: token -> mask row, from :func:`build_masks` over the column sequence.
+        masks: match masks, as filled by :func:`build_masks` (two words each when
+            b_len > 64).
+        n_local: the mask rows used (what :func:`build_masks` returned).
+        used: int32 scratch, shape >= n_local, all 0 on entry and on return.
+
+    Returns:
+        ``(LCS length, unigram matches)``, each in 0..min(a_len, b_len).
+    """
+    lo = _ONES
+    hi = _ONES
+    zero = np.uint64(0)
+    two = b_len > 64
+    matches = 0
+    for i in range(a_len):
+        k = loc[tokens[a_start + i]]
+        if k >= 0:
+            m_lo = masks[k, 0]
+            m_hi = masks[k, 1] if two else zero
+            lo, hi = _step2(lo, hi, m_lo, m_hi, zero, zero)
+            c = used[k] + 1
+            used[k] = c
+            if c <= popcount64(m_lo) + popcount64(m_hi):
+                matches += 1
+    for k in range(n_local):
+        used[k] = 0
+    return b_len - _ones_in2(lo, hi, 0, b_len), matches
+
+
+@njit(cache=True, nogil=True)
 def union_lcs_marks_lanes2(tokens, a_start, a_len, line_offsets, first_line, last_line,
                            p_start, loc, masks, rows, mark):
     """:func:`union_lcs_marks_lanes` for a prediction of 65 to 128 tokens (two words a row).
