@@ -96,6 +96,9 @@ def test_arrow_input_is_tokenized_like_python_strings():
     arr = pa.array(texts, pa.large_string())
     lines = np.diff(tokenize_batch(arr, tokenizer=get_tokenizer("rouge-score")).text_line_offsets)
     assert _count_one_line(arr) == _count_one_line(arr, lines) == expected == 3
+    for cut in (0, 4, len(texts)):  # two chunks (predictions, references), one maybe empty
+        chunked = pa.chunked_array([arr[:cut], arr[cut:]])
+        assert _count_one_line(chunked) == _count_one_line(chunked, lines) == expected
 
 
 def test_texts_of_many_short_lines_or_tokens_keep_every_one():
