@@ -267,13 +267,17 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     masked_start = 0
     masked_len = 0
     masked_rows = 0
-    # rouge1 and rougeL both asked: for a prediction of at most 128 tokens, rouge1's matches
-    # come from rougeL's pass over the reference (lcs_length_unigrams)
+    # rouge1 or rouge2 asked with rougeL: for a prediction of at most 128 tokens, their
+    # matches come from rougeL's pass over the reference (lcs_length_unigrams)
     need_1 = False
+    need_2 = False
     for k in range(n_metrics):
         need_1 = need_1 or orders[k] == 1
-    fuse = need_1 and need_l
+        need_2 = need_2 or orders[k] == 2
+    fuse = (need_1 or need_2) and need_l
     seen = np.zeros(masks.shape[0] if fuse else 1, dtype=np.int32)  # lcs_length_unigrams'
+    bi_cnt = np.zeros(128 * 128 if fuse and need_2 else 1, dtype=np.int32)
+    bi_keys = np.zeros(max_len if fuse and need_2 else 1, dtype=np.int64)
     for p in range(n_pairs):
         pred = pair_pred[p]
         ref = pair_ref[p]
@@ -288,14 +292,17 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                     clear_masks(tokens, masked_start, masked_len, loc)
                 masked_rows = build_masks(tokens, p_start, p_len, loc, masks)
                 masked, masked_start, masked_len = pred, p_start, p_len
-            fused_l, fused_1 = lcs_length_unigrams(tokens, r_start, r_len, p_len, loc, masks,
-                                                   masked_rows, seen)
+            fused_l, fused_1, fused_2 = lcs_length_unigrams(
+                tokens, r_start, r_len, p_len, loc, masks, masked_rows, seen, need_2, bi_cnt,
+                bi_keys)
         for k in range(n_metrics):
             code = orders[k]
             if code == 1 and fused:
                 out[p, k, 0] = fused_1
             elif code == 1:
                 out[p, k, 0] = unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt_ref)
+            elif code == 2 and fused:
+                out[p, k, 0] = fused_2
             elif code == 2:
                 out[p, k, 0] = bigram_matches(tokens, p_start, p_len, r_start, r_len, slot_pos,
                                               slot_cnt, used)
