@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import stats
+from pipeline.arrays import from_pylist, scalar, to_numpy
 from pipeline.errors import InputError
 from pipeline.machine import usable_cpus
 from pipeline.metrics.base import MetricSpec
@@ -161,7 +162,7 @@ def _group_codes(table: pa.Table, group_by: Sequence[str]) -> tuple[np.ndarray, 
         column = table.column(name).combine_chunks()
         enc = pc.dictionary_encode(column, null_encoding="encode")
         values = enc.dictionary.to_pylist()
-        indices = np.asarray(enc.indices, dtype=np.int64)
+        indices = to_numpy(enc.indices, np.int64)
         # dictionary_encode may fold every NaN into one entry or keep several: merge them
         nan_at = [i for i, v in enumerate(values) if isinstance(v, float) and math.isnan(v)]
         if len(nan_at) > 1:
@@ -226,7 +227,7 @@ def scopes_of(table: pa.Table, *, columns: Sequence[str], group_by: Sequence[str
             col = table.column(name)
             if pa.types.is_boolean(col.type):
                 col = pc.cast(col, pa.float64())
-            matrix[:, j] = col.to_numpy()
+            matrix[:, j] = to_numpy(col)
         if id_column is None:
             hashes = stats.position_hashes(n)
         else:
@@ -434,7 +435,7 @@ def _output(scopes: Sequence[tuple[str, tuple, int, np.ndarray,
                pa.field("ci_high", pa.float64()), pa.field("n_examples", pa.int64()),
                *extra]
     schema = pa.schema(fields)
-    return pa.table({f.name: pa.array(out[f.name], f.type) for f in schema}, schema=schema)
+    return pa.table({f.name: from_pylist(out[f.name], f.type) for f in schema}, schema=schema)
 
 
 # ---------------------------------------------------------------------------------------
@@ -768,7 +769,8 @@ def metric_aggregates(table: pa.Table, metrics: Sequence[str | MetricSpec], *,
 
     """
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for r in table.filter(pc.equal(table.column("scope"), "all")).to_pylist():
+    scope = table.column("scope")
+    for r in table.filter(pc.equal(scope, scalar("all", scope.type))).to_pylist():
         if r["statistic"] in ("mean", "corpus"):
             rows[(r["metric"], r["measure"], r["statistic"])] = r
     out = {}

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, scalar, to_numpy
 from pipeline.config_checks import as_choice, as_names, as_opt_int, as_option, as_str
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
@@ -266,7 +267,6 @@ class ScoringSettings:
 # ROUGE-1.5.5's options that every metric scored as the script does reads: key -> its flag.
 _ROUGE155_FLAGS = {"stopwords": "-s", "limit_words": "-l", "limit_bytes": "-b", "alpha": "-p"}
 # XL-Sum's tokenizer options, read by the rouge family's metrics (rouge1 ... rougeLsum).
-_LANGUAGE_KEYS = ("language", "xlsum_rougelsum", "japanese_dictionary")
 
 
 def unread_options(metrics: Sequence[str],
@@ -277,9 +277,10 @@ def unread_options(metrics: Sequence[str],
     may list every key at its default). ``stopwords``, ``limit_words``, ``limit_bytes`` and
     ``alpha`` are read by the metrics scored as ROUGE-1.5.5 does (a ROUGE-1.5.5 metric such
     as ``rougeWsum`` or ``rougeS4``, or ROUGE under tokenizer ``rouge155``); ``wlcs_weight``
-    by ``rougeWsum`` alone (ROUGE-W's weight); ``language``, ``xlsum_rougelsum`` and
-    ``japanese_dictionary`` by the ROUGE metrics of rouge-score's family (``rouge1`` ...
-    ``rougeLsum``), and ``xlsum_rougelsum`` by ``rougeLsum`` alone.
+    by ``rougeWsum`` alone (ROUGE-W's weight); ``xlsum_rougelsum`` by ``rougeLsum`` alone;
+    every other option by the families that declare it or list it in their ``reads``
+    (:func:`pipeline.metrics.registry.readers`): e.g. ``stemmer`` by the ROUGE and
+    ROUGE-1.5.5 metrics, ``bleu_tokenize`` by BLEU.
 
     Args:
         metrics: metric names (known to the registry).
@@ -305,18 +306,26 @@ def unread_options(metrics: Sequence[str],
         out.append(("wlcs_weight", f"wlcs_weight {weight!r} is ROUGE-W's weight (the "
                                    "script's -w): only rougeWsum reads it",
                     "add rougeWsum to --metrics, or drop --wlcs-weight"))
-    for key in _LANGUAGE_KEYS:  # the rouge family's tokenizer options
-        value = options.get(key, defaults[key])
-        if value != defaults[key] and "rouge" not in families:
-            shown = key if isinstance(value, bool) else f"{key} {value!r}"
-            out.append((key, f"{shown} is read by the ROUGE metrics (rouge1 ... rougeLsum) "
-                             "alone, and none is requested",
-                        f"add a ROUGE metric to --metrics, or drop --{key.replace('_', '-')}"))
     if options.get("xlsum_rougelsum") and "rouge" in families and "rougeLsum" not in metrics:
         out.append(("xlsum_rougelsum", "xlsum_rougelsum is read by rougeLsum alone, which "
                                        "is not requested",
                     "add rougeLsum to --metrics, or drop --xlsum-rougelsum"))
+    ruled = {*_ROUGE155_FLAGS, "wlcs_weight"}  # by the rules above
+    for option in registry.options():  # any other option no requested family reads
+        key, value = option.key, options.get(option.key, option.default)
+        readers = registry.readers(key)
+        if key in ruled or value == option.default or families & {f.name for f in readers}:
+            continue
+        shown = key if isinstance(value, bool) else f"{key} {value!r}"
+        who = " or ".join(f"the {f.name} metrics ({_span(f.names)})" for f in readers)
+        out.append((key, f"{shown} is read by {who} alone, and none is requested",
+                    f"add one of them to --metrics, or drop --{key.replace('_', '-')}"))
     return out
+
+
+def _span(names: Sequence[str]) -> str:
+    """``a ... z`` for a family's listed metric names, or the name when there is one."""
+    return names[0] if len(names) == 1 else f"{names[0]} ... {names[-1]}"
 
 
 def convert_scoring_value(key: str, value: Any) -> Any:
@@ -444,8 +453,8 @@ class Scorer:
         lists: tuple[list[str | None], list[list[str | None]]] | None = None
         if arrow:
             n = len(predictions)
-            n_references = np.asarray(pc.list_value_length(references).fill_null(0),
-                                      dtype=np.int32)
+            lengths = pc.list_value_length(references)
+            n_references = to_numpy(pc.fill_null(lengths, scalar(0, lengths.type)), np.int32)
         else:
             lists = (text_list(predictions), reference_lists(references))
             n = len(lists[0])
@@ -477,7 +486,8 @@ class Scorer:
             for k, v in out.counts.items():
                 counts[k] = counts.get(k, 0) + v
         table = pa.Table.from_arrays(
-            [pa.array(out_columns[f.name], f.type) for f in self._schema], schema=self._schema)
+            [from_numpy(out_columns[f.name], f.type) for f in self._schema],
+            schema=self._schema)
         return ScoredBatch(table, truncated, counts)
 
 

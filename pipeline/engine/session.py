@@ -76,7 +76,7 @@ def score_on_engine(plan: Plan, config: ScoreConfig, output: OutputDir, *, run_i
     """
     t = time.perf_counter()
     chosen, reason = choose_engine(config, plan)
-    runner = make_runner(config, chosen)
+    runner = make_runner(config, chosen, prediction_rows=plan.prediction_rows)
     seconds["engine_start"] = time.perf_counter() - t
     try:
         engine = {**runner.describe(), "requested": config.engine, "reason": reason}

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, scalar, to_numpy
 from pipeline.engine.base import small_result
 from pipeline.engine.faults import Faults
 from pipeline.engine.plan import Unit
@@ -460,21 +461,22 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
         refs = refs.take(position)
     if refs.type != list_type:
         refs = pc.cast(refs, list_type)
-    empty = pc.fill_null(pc.equal(pc.list_value_length(refs), 0), True)
+    lengths = pc.list_value_length(refs)
+    empty = pc.fill_null(pc.equal(lengths, scalar(0, lengths.type)), scalar(True, pa.bool_()))
     if missing is not None:  # missing ids are reported as such, not as empty lists
         empty = pc.and_(empty, pc.invert(missing))
     flat_null = pc.is_null(pc.list_flatten(refs))
     with_null = np.zeros(len(refs), dtype=bool)
     if pc.any(flat_null).as_py():
-        with_null[np.asarray(pc.filter(pc.list_parent_indices(refs), flat_null))] = True
+        with_null[to_numpy(pc.filter(pc.list_parent_indices(refs), flat_null))] = True
     if spec.on_empty_references == "error":
         problems.add("no_reference", ids.filter(empty))
         if spec.layout != "rows":  # rows: null reference rows were counted above
-            problems.add("null_reference", ids.filter(pa.array(with_null)))
+            problems.add("null_reference", ids.filter(from_numpy(with_null)))
     else:
         skipped.add("no_reference", ids.filter(empty))
-        skipped.add("null_reference", ids.filter(pa.array(with_null)))
-    drop = pc.or_(empty, pa.array(with_null))
+        skipped.add("null_reference", ids.filter(from_numpy(with_null)))
+    drop = pc.or_(empty, from_numpy(with_null))
     if missing is not None:
         drop = pc.or_(drop, missing)
     if not problems.counts and pc.any(drop).as_py():
@@ -486,7 +488,8 @@ def _join(spec: InputSpec, pred_pieces: Sequence[pa.Table], ref_pieces: Sequence
 def _duplicates(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The ids that occur more than once, each once, in order of first occurrence."""
     counts = pc.value_counts(ids)
-    return counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
+    times = counts.field("counts")
+    return counts.filter(pc.greater(times, scalar(1, times.type))).field("values")
 
 
 def _rows_without_prediction(preds: pa.Table, spec: InputSpec, ids: pa.Array) -> pa.Table:
@@ -522,7 +525,7 @@ def check_partition(spec: InputSpec, index: int, exchange: Exchange) -> Partitio
     refs = [_keys_of(spec, read_piece(locate(u), index, n, ref_cols), "references")
             for u in exchange.uris("references")]
     joined = _join(spec, preds, refs)
-    lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
+    lengths = _reference_counts(joined.references)
     return PartitionCheck(
         index=index, n_examples=len(lengths),
         min_references=int(lengths.min()) if len(lengths) else 0,
@@ -640,7 +643,7 @@ def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> Sc
     truncated = np.concatenate(cut)
     long = Problems()
     if settings.on_long_text == "error" and truncated.any():
-        long.add("long_text", preds.column(spec.id_column).filter(pa.array(truncated)))
+        long.add("long_text", preds.column(spec.id_column).filter(from_numpy(truncated)))
     scores = pa.concat_tables(scored).combine_chunks()
     columns: list[pa.Array | pa.ChunkedArray] = [preds.column(spec.id_column)]
     names = [spec.id_column]
@@ -650,7 +653,7 @@ def score_rows(spec: InputSpec, settings: ScoringSettings, joined: Joined) -> Sc
     if spec.keep_text:
         columns.append(texts)
         names.append(TEXT_COLUMN)
-    columns += [*scores.columns, pa.array(truncated)]
+    columns += [*scores.columns, from_numpy(truncated)]
     names += [*scores.column_names, TRUNCATED_COLUMN]
     for t in settings.thresholds:
         columns.append(pc.greater_equal(scores.column(f"{t.metric}_{t.measure}"), t.at))
@@ -770,9 +773,15 @@ class UnitScored:
     seconds: float
 
 
+def _reference_counts(references: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """References per example, shape (n,), 0 for a null list (pandas left unimported)."""
+    counted = pc.list_value_length(references)
+    return to_numpy(pc.fill_null(counted, scalar(0, counted.type)))
+
+
 def _add_check(check: PartitionCheck, joined: Joined) -> None:
     """Add one piece's examples, reference counts, problems and skips to ``check``."""
-    lengths = np.asarray(pc.list_value_length(joined.references).fill_null(0))
+    lengths = _reference_counts(joined.references)
     if len(lengths):
         lo, hi = int(lengths.min()), int(lengths.max())
         if check.n_examples:
@@ -926,7 +935,7 @@ def gather_partition(task: PartitionTask, result: PartitionResult) -> PartitionR
         return _completed(task, PartitionResult(task.index, None, 0, 0, 0,
                                                 time.perf_counter() - start))
     table = table.combine_chunks().add_column(
-        0, RUN_ID_COLUMN, pa.repeat(pa.scalar(task.run_id, pa.string()), n))
+        0, RUN_ID_COLUMN, pa.repeat(scalar(task.run_id, pa.string()), n))
     return _write_part(task, table, result, started=start)
 
 

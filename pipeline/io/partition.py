@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, to_numpy
 from pipeline.compiled import kernel
 
 
@@ -37,7 +38,7 @@ def hash_ids(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if not len(ids):
         return out
     if pa.types.is_integer(ids.type):
-        kernel("hash_ints")(np.asarray(pc.cast(ids, pa.int64()), dtype=np.int64).view(np.uint64),
+        kernel("hash_ints")(to_numpy(pc.cast(ids, pa.int64()), np.int64).view(np.uint64),
                              out)
         return out
     if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type) \
@@ -88,4 +89,4 @@ def split_by_partition(table: pa.Table, partitions: np.ndarray, n_partitions: in
     bounds = np.concatenate([[0], np.cumsum(np.bincount(partitions, minlength=n_partitions))])
     # One ``take`` per partition gives compact buffers: a slice would carry (and serialize)
     # the whole table's buffers.
-    return [table.take(pa.array(order[bounds[b]:bounds[b + 1]])) for b in range(n_partitions)]
+    return [table.take(from_numpy(order[bounds[b]:bounds[b + 1]])) for b in range(n_partitions)]

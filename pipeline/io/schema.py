@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import to_numpy
 from pipeline.errors import ConfigError, InputError
 from pipeline.io.read import InputFile, input_format, missing_column
 
@@ -470,7 +471,7 @@ def _invalid_utf8_rows(column: pa.ChunkedArray) -> list[int]:
     values = column.combine_chunks()
     parents = None
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        parents = pc.list_parent_indices(values).to_numpy()
+        parents = to_numpy(pc.list_parent_indices(values))
         values = pc.list_flatten(values)
     raw = values.view(pa.large_binary() if pa.types.is_large_string(values.type)
                       else pa.binary()).to_pylist()

@@ -318,6 +318,7 @@ class OutputDir:
         :meth:`release`. The directories above the output that do not exist yet are
         created here (the lock and the staging live beside the output) and noted:
         :meth:`release` removes those left empty, so a refused run leaves nothing behind.
+        When this raises, the lock is released already.
 
         The staging directory is resumed when it holds the same key and ``run_id`` (the
         staged examples carry the run id); otherwise it is emptied and started afresh.
@@ -340,18 +341,21 @@ class OutputDir:
         except BaseException:
             self.release()
             raise
-        resume = run_id is not None and self.resumable_run_id() == run_id
         try:
+            resume = run_id is not None and self.resumable_run_id() == run_id
             self._lock.verify()
             if not resume and _exists(self.staging) != pafs.FileType.NotFound:
                 self.staging.fs.delete_dir(self.staging.path)
             for sub in (f"{_STAGED_RUN}/{EXAMPLES_DIR}", COMPLETIONS_DIR):
                 self.staging.fs.create_dir(self.staging.child(sub).path, recursive=True)
-        except OSError as e:
-            raise ExecutionError(f"cannot create {self.staging.uri}: {e}") from None
-        if not resume:
-            write_json({"key": self.key, "run_id": run_id, "output": self.final.uri},
-                       self.staging.child(STATE_FILE))
+            if not resume:
+                write_json({"key": self.key, "run_id": run_id, "output": self.final.uri},
+                           self.staging.child(STATE_FILE))
+        except BaseException as e:
+            self.release()
+            if isinstance(e, OSError):
+                raise ExecutionError(f"cannot create {self.staging.uri}: {e}") from None
+            raise
         return resume
 
     def _check_destination(self) -> None:

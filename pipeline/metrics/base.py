@@ -33,6 +33,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from pipeline.arrays import to_numpy
+
 # summed statistics, float64 shape (R, S) in the spec's statistics order -> corpus scores (R,)
 CorpusScore = Callable[[np.ndarray], np.ndarray]
 
@@ -272,6 +274,10 @@ class MetricFamily(Protocol):
 
     Subclass :class:`Family` for ``serves``, option reading and the empty defaults.
 
+    Optional attribute ``reads``: keys of options declared by another family that this one
+    also reads (e.g. ROUGE-1.5.5's metrics read ROUGE's ``stemmer``), so that an option set
+    while none of its readers is requested is refused (:func:`pipeline.scoring.unread_options`).
+
     Optional attribute ``reads_arrow = True``: ``score`` also takes the batch as Arrow
     arrays (a string array and a list<string> array, nulls as in the input; see
     :func:`reference_lists`), so a family may read the texts' bytes without Python strings.
@@ -355,6 +361,7 @@ class Family:
         pattern: when set, the names it serves are those this pattern matches in full
             (e.g. ``rouge([1-9])|rougeL|rougeLsum``); otherwise exactly ``names``.
         options: its settings.
+        reads: keys of other families' options it also reads (see :class:`MetricFamily`).
         presets: its settings that stand for metrics and options at once (:class:`Preset`).
         notes: its data notes, in the order they are written and printed.
         trailing_signature_fields: signature fields written after ``seed`` rather than
@@ -368,6 +375,7 @@ class Family:
     names: ClassVar[tuple[str, ...]] = ()
     pattern: ClassVar[re.Pattern[str] | None] = None
     options: ClassVar[tuple[Option, ...]] = ()
+    reads: ClassVar[tuple[str, ...]] = ()
     presets: ClassVar[tuple[Preset, ...]] = ()
     notes: ClassVar[tuple[DataNote, ...]] = ()
     trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
@@ -505,7 +513,7 @@ def reference_lists(references: Any) -> list[list[str | None]]:
         references = references.combine_chunks()
     if isinstance(references, pa.Array):
         lists = references.fill_null([]) if references.null_count else references
-        offsets = np.asarray(lists.offsets, dtype=np.int64)
+        offsets = to_numpy(lists.offsets, np.int64)
         flat = lists.values[offsets[0]:offsets[-1]].to_pylist()
         rel = (offsets - offsets[0]).tolist()
         return [flat[rel[i]:rel[i + 1]] for i in range(len(rel) - 1)]

@@ -64,6 +64,12 @@ def options() -> tuple[Option, ...]:
     return tuple(seen.values())
 
 
+def readers(key: str) -> tuple[MetricFamily, ...]:
+    """The families that declare option ``key`` or read it (their ``reads``), in order."""
+    return tuple(f for f in FAMILIES
+                 if any(o.key == key for o in f.options) or key in getattr(f, "reads", ()))
+
+
 def with_defaults(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` with every family option it lacks at its default (other keys kept)."""
     out = {o.key: o.default for o in options()}

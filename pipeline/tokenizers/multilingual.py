@@ -34,11 +34,13 @@ import importlib
 import math
 import os
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import chain
 from typing import Any
 
 from pipeline.errors import ConfigError, MissingExtraError
@@ -176,6 +178,39 @@ class _CleanTable(dict[int, Any]):
 _CLEAN = _CleanTable()
 
 
+def _char_class(code_points: list[int], *, beyond_bmp: bool = False) -> str:
+    """A regular-expression character class of code points, as ranges.
+
+    Args:
+        code_points: ascending code points of the BMP.
+        beyond_bmp: also every code point from U+10000 on.
+    """
+    runs: list[list[int]] = [[0x10000, 0x10FFFF]] if beyond_bmp else []
+    for cp in code_points:
+        if runs and cp == runs[-1][1] + 1:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp])
+    return "[" + "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}"
+                         for a, b in runs) + "]"
+
+
+@cache
+def _clean_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The clean-up of BMP text as two scans, built once from :data:`_CLEAN` (65,536 lookups).
+
+    ``unusual``: a character the clean-up deletes, or one beyond the BMP (such a text is
+    translated through :data:`_CLEAN` instead); ``punctuation``: a run of characters it turns
+    into spaces other than white space (which ``str.split`` splits on anyway). A scan with
+    ``re`` costs a fraction of ``str.translate``'s lookup per character.
+    """
+    deleted = [cp for cp in range(0x10000) if _CLEAN[cp] is None]
+    spaced = [cp for cp in range(0x10000)
+              if _CLEAN[cp] == " " and not chr(cp).isspace()]
+    unusual = re.compile(_char_class(deleted, beyond_bmp=True))
+    return unusual, re.compile(_char_class(spaced) + "+")
+
+
 def clean_words(text: str) -> list[str]:
     """BERT ``BasicTokenizer`` clean-up of already lower-cased text (step 2).
 
@@ -186,7 +221,10 @@ def clean_words(text: str) -> list[str]:
         The words: maximal runs of characters that are neither white space (``str.split``'s)
         nor punctuation, with control and format characters deleted.
     """
-    return text.translate(_CLEAN).split()
+    unusual, punctuation = _clean_patterns()
+    if unusual.search(text) is not None:
+        return text.translate(_CLEAN).split()
+    return punctuation.sub(" ", text).split()
 
 
 # BERT's "Chinese character" ranges (CJK Unified Ideographs and extensions, compatibility)
@@ -436,6 +474,8 @@ class _RafiRules:
     # per group: each suffix's first position in the group, and the suffix lengths
     positions: tuple[dict[str, int], ...] = ()
     lengths: tuple[tuple[int, ...], ...] = ()
+    # per group: (its suffixes, positions, lengths), the three above zipped once
+    plan: tuple[tuple[tuple[str, ...], dict[str, int], tuple[int, ...]], ...] = ()
 
 
 _BENGALI_VOWEL_SIGNS = frozenset("ািীেুূো")
@@ -470,7 +510,8 @@ def _rafi_rules() -> _RafiRules:
     positions = tuple({suffix: k for k, suffix in reversed(list(enumerate(group)))}
                       for group in groups)
     lengths = tuple(tuple(sorted({len(suffix) for suffix in group})) for group in groups)
-    return _RafiRules(tuple(groups), replacements, positions, lengths)
+    return _RafiRules(tuple(groups), replacements, positions, lengths,
+                      tuple(zip(groups, positions, lengths, strict=True)))
 
 
 def bengali_stem(token: str) -> str:
@@ -482,29 +523,31 @@ def bengali_stem(token: str) -> str:
     at least one character that is not a vowel sign.
     """
     rules = _rafi_rules()
+    replacements = rules.replacements
     word = token
-    for group, positions, lengths in zip(rules.groups, rules.positions, rules.lengths,
-                                         strict=True):
+    for group, positions, lengths in rules.plan:
         # the group's first suffix the word ends with: the lowest position among the
         # word's endings that are suffixes of the group (one lookup per suffix length)
-        first = len(group)
+        n = len(word)
+        size = first = len(group)
+        get = positions.get
         for length in lengths:
-            if length > len(word):
+            if length > n:
                 break
-            k = positions.get(word[len(word) - length:], first)
+            k = get(word[n - length:], size)
             if k < first:
                 first = k
-        if first < len(group):
+        if first < size:
             suffix = group[first]
-            start = len(word) - len(suffix)
-            replacement = rules.replacements.get(suffix)
+            start = n - len(suffix)
+            replacement = replacements.get(suffix)
             if replacement is not None:
                 chars = list(word)
                 for k, char in enumerate(replacement):
                     if char != ".":
                         chars[start + k] = char
                 word = "".join(chars[:start + len(replacement)])
-            elif any(c not in _BENGALI_VOWEL_SIGNS for c in word[:start]):
+            elif not _BENGALI_VOWEL_SIGNS.issuperset(word[:start]):
                 word = word[:start]
     return word
 
@@ -605,6 +648,102 @@ def detect_language(texts: Sequence[str | None]) -> str:
 
 # --- the tokenizer object ---------------------------------------------------------------
 
+class _StemMemo(dict[str, str]):
+    """Stems per distinct token: a token's stem is computed on its first lookup.
+
+    Tokens of at most :data:`MIN_STEM_LENGTH` characters are their own stem. Cleared when it
+    reaches ``_CACHE_MAX`` entries.
+    """
+
+    def __init__(self, stemmer: Callable[[str], str] | None) -> None:
+        super().__init__()
+        self.stemmer = stemmer
+
+    def __missing__(self, token: str) -> str:
+        stem = self.stemmer(token) if len(token) > MIN_STEM_LENGTH and self.stemmer else token
+        if len(self) >= _CACHE_MAX:
+            self.clear()
+        self[token] = stem
+        return stem
+
+
+class _IdMemo(dict[str, int]):
+    """Token -> the id of its stem in ``vocab`` (-1 for an empty stem), on first lookup.
+
+    New ids are given under a lock, so threads sharing a numbering never give one id to two
+    stems.
+    """
+
+    def __init__(self, stems: dict[str, str], vocab: dict[str, int]) -> None:
+        super().__init__()
+        self.stems = stems
+        self.vocab = vocab
+        self.lock = threading.Lock()
+
+    def __missing__(self, token: str) -> int:
+        stem = self.stems[token]
+        token_id = -1
+        if stem:
+            with self.lock:
+                vocab = self.vocab
+                token_id = vocab.setdefault(stem, len(vocab))
+        self[token] = token_id
+        return token_id
+
+
+class Numbering:
+    """One numbering of a tokenizer's stems, and the id lists of the texts met under it.
+
+    A batch keeps the numbering :meth:`LanguageTokenizer.start_batch` gave it to the end,
+    whatever other batches (threads) start meanwhile; ids are in ``[0, vocab_size)``.
+    """
+
+    def __init__(self, tokenizer: LanguageTokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.vocab: dict[str, int] = {}
+        self.memo = _IdMemo(tokenizer._stem_cache, self.vocab)
+        self.texts: dict[str, list[int]] = {}
+        self.lines: dict[str, list[int]] = {}
+
+    @property
+    def size(self) -> int:
+        """The number of entries held (the largest of vocabulary and memos)."""
+        return max(len(self.vocab), len(self.memo), len(self.texts), len(self.lines))
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of stem ids given out."""
+        return len(self.vocab)
+
+    def _ids(self, tokens: list[str]) -> list[int]:
+        # one C-level lookup per token: the id of its stem (stemmed on first sight)
+        ids = list(map(self.memo.__getitem__, tokens))
+        return [i for i in ids if i >= 0] if -1 in ids else ids
+
+    def token_ids(self, text: str | None) -> list[int]:
+        """The ids of :meth:`LanguageTokenizer.tokenize`'s tokens: equal tokens, equal ids."""
+        if not text:
+            return []
+        ids = self.texts.get(text)
+        if ids is None:
+            tok = self.tokenizer
+            tokens = tok._segmented(text)
+            ids = self.texts[text] = self._ids(tokens)
+            if tokens is tok._words_cache.get(text) and "\n" not in text:
+                # the same words as XL-Sum's rougeLsum line view of the text: same ids
+                self.lines[text] = ids
+        return ids
+
+    def xlsum_line_ids(self, line: str | None) -> list[int]:
+        """The ids of :meth:`LanguageTokenizer.tokenize_xlsum_line`'s tokens."""
+        if not line:
+            return []
+        ids = self.lines.get(line)
+        if ids is None:
+            ids = self.lines[line] = self._ids(self.tokenizer._words(line))
+        return ids
+
+
 class LanguageTokenizer:
     """XL-Sum's tokenizer and stemmer for one language: ``tokenize(text) -> tokens``.
 
@@ -659,8 +798,9 @@ class LanguageTokenizer:
         self._stemmer = _stemmer(self.language) if self.stem else None
         self._cache: dict[str, list[str]] = {}
         self._xlsum_cache: dict[str, list[str]] = {}
-        self._stem_cache: dict[str, str] = {}
+        self._stem_cache: dict[str, str] = _StemMemo(self._stemmer)
         self._words_cache: dict[str, list[str]] = {}
+        self._numbering = Numbering(self)
         self._loaded = True
 
     @property
@@ -674,21 +814,9 @@ class LanguageTokenizer:
         return STEMMER_NAMES.get(self.language, "none") if self.stem else "none"
 
     def _stemmed(self, tokens: list[str]) -> list[str]:
-        stemmer = self._stemmer
-        if stemmer is None:
-            return [t for t in tokens if t]
-        memo = self._stem_cache
-        out = []
-        for token in tokens:
-            stem = memo.get(token)
-            if stem is None:
-                stem = stemmer(token) if len(token) > MIN_STEM_LENGTH else token
-                if len(memo) >= _CACHE_MAX:
-                    memo.clear()
-                memo[token] = stem
-            if stem:
-                out.append(stem)
-        return out
+        # map() over the memo runs in C; the stemmer is called on a token's first sight only
+        out = tokens if self._stemmer is None else list(map(self._stem_cache.__getitem__, tokens))
+        return [t for t in out if t] if "" in out else list(out)
 
     def tokenize(self, text: str | None) -> list[str]:
         """Tokens of one text, the full pipeline (steps 1-5 of the module docstring).
@@ -715,18 +843,36 @@ class LanguageTokenizer:
         """``clean_words(text.lower())``, memoized (both views of a one-line text share it)."""
         words = self._words_cache.get(text)
         if words is None:
-            words = clean_words(text.lower())
+            if "\n" in text:
+                # lower-casing and the clean-up never look across a line break, so a text's
+                # words are its lines' in turn (memoized for the rougeLsum view's lines)
+                words = list(chain.from_iterable(self._words(line)
+                                                 for line in text.split("\n") if line))
+            else:
+                words = clean_words(text.lower())
             if len(self._words_cache) >= _CACHE_MAX:
                 self._words_cache.clear()
             self._words_cache[text] = words
         return words
 
     def _segmented(self, text: str) -> list[str]:
-        clean = " ".join(self._words(text))
+        """Steps 1-4; the very list of ``_words(text)`` when the fallback left it as it was."""
+        words = self._words(text)
+        clean = " ".join(words)
         tokens = self._segment(clean) if self._segment is not None and clean else []
         if not tokens and clean:
-            pieces, _ = self._pretokenizer.tokenize(clean)
-            tokens = _split_ideographs(" ".join(pieces))
+            if _CJK_IDEOGRAPH.search(clean) is not None:
+                pieces, _ = self._pretokenizer.tokenize(clean)
+                tokens = _split_ideographs(" ".join(pieces))
+            elif all(map(str.isalpha, words)):
+                # OpenNMT's aggressive mode splits letters only from what is not a letter:
+                # words of letters alone come back whole (tested on every letter of Unicode)
+                tokens = words
+            else:
+                # its pieces are non-empty and hold no white space (``clean`` has none but
+                # spaces), so they are already the split
+                pieces, _ = self._pretokenizer.tokenize(clean)
+                tokens = words if pieces == words else pieces
         return tokens
 
     def tokenize_xlsum_line(self, line: str | None) -> list[str]:
@@ -749,6 +895,20 @@ class LanguageTokenizer:
                 self._xlsum_cache.clear()
             self._xlsum_cache[line] = tokens
         return tokens
+
+    # --- integer ids, for the batch path (one numbering per tokenizer and batch) --------
+
+    def start_batch(self) -> Numbering:
+        """The numbering a batch of :meth:`Numbering.token_ids` calls keeps to its end.
+
+        A fresh one replaces the current one when that has reached the cache size (never
+        in the middle of a batch: a batch holds on to the numbering it was given).
+        """
+        if not self._loaded:
+            self.load()
+        if self._numbering.size >= _CACHE_MAX:
+            self._numbering = Numbering(self)
+        return self._numbering
 
 
 @cache
@@ -791,6 +951,7 @@ def clear_caches() -> None:
             tokenizer._xlsum_cache.clear()
             tokenizer._stem_cache.clear()
             tokenizer._words_cache.clear()
+            tokenizer._numbering = Numbering(tokenizer)
 
 
 def required_modules(language: str, *, stem: bool, japanese_dictionary: str = "unidic-lite"
@@ -846,7 +1007,7 @@ def signature_versions(language: str | None, *, stem: bool,
 
 
 __all__ = ["ALIASES", "AUTO", "AUTO_FALLBACK", "AUTO_LANGUAGES", "EXTRA",
-           "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "SNOWBALL_LANGUAGES",
+           "JAPANESE_DICTIONARIES", "LANGUAGES", "SEGMENTERS", "Numbering", "SNOWBALL_LANGUAGES",
            "STEMMER_NAMES", "LanguageTokenizer", "bengali_stem", "burmese_syllables",
            "canonical_language", "check_installed", "check_language", "is_named_language",
            "unnamed_language_note", "clean_words",

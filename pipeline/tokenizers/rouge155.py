@@ -32,13 +32,15 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 _TOKEN = re.compile("[a-z0-9]+")
 _EXCEPTION_FILES = ("adj.exc", "adv.exc", "noun.exc", "verb.exc")
 
 
 def _data_text(name: str) -> str:
+    # imported here: importlib.resources (tempfile, shutil...) only when a file is read
+    from importlib import resources
+
     return (resources.files("pipeline") / "data" / "rouge155" / name).read_text("ascii")
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, from_pylist, to_numpy
 from pipeline.errors import ConfigError, did_you_mean
 
 # Scripts written without spaces between words: each of their characters is a token under
@@ -78,7 +79,7 @@ class Tokenizer:
             The tokens in text order.
 
         """
-        lines = pa.array(self.normalize(text).split("\n"), pa.large_string())
+        lines = from_pylist(self.normalize(text).split("\n"), pa.large_string())
         return [t for line in self.split_lines(lines).to_pylist() for t in line if t]
 
 
@@ -352,7 +353,7 @@ def _tokenized(ids: np.ndarray, line_offsets: np.ndarray, text_line_offsets: np.
     counts = np.diff(line_offsets[text_line_offsets])
     zero = np.flatnonzero(counts == 0)
     if isinstance(texts, (pa.Array, pa.ChunkedArray)) and len(zero):
-        texts = dict(zip(zero.tolist(), texts.take(pa.array(zero)).to_pylist(), strict=True))
+        texts = dict(zip(zero.tolist(), texts.take(from_numpy(zero)).to_pylist(), strict=True))
     n_zero = 0
     for i in zero.tolist():
         text = texts[i]
@@ -467,23 +468,23 @@ class _ArenaStrings(Sequence[str]):
 def _split_arrow(texts: Sequence[str | None], tokenizer: Tokenizer):
     normalized = [tokenizer.normalize(t) if t else "" for t in texts]
     try:
-        arr = pa.array(normalized, pa.large_string())
+        arr = from_pylist(normalized, pa.large_string())
     except (UnicodeEncodeError, pa.ArrowInvalid):
         # Lone surrogates cannot be UTF-8: every tokenizer treats them as separators.
         normalized = [t.encode("utf-8", "replace").decode("utf-8") for t in normalized]
-        arr = pa.array(normalized, pa.large_string())
+        arr = from_pylist(normalized, pa.large_string())
     lines = pc.split_pattern(arr, "\n")
-    text_line_offsets = np.asarray(lines.offsets, dtype=np.int64)
+    text_line_offsets = to_numpy(lines.offsets, np.int64)
     split = tokenizer.split_lines(lines.flatten())
-    raw_line_offsets = np.asarray(split.offsets, dtype=np.int64)
+    raw_line_offsets = to_numpy(split.offsets, np.int64)
     flat = split.flatten()
-    keep = np.asarray(pc.binary_length(flat), dtype=np.int64) > 0
+    keep = to_numpy(pc.binary_length(flat), np.int64) > 0
     kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
     np.cumsum(keep, out=kept_before[1:])
     line_offsets = kept_before[raw_line_offsets]
-    encoded = pc.dictionary_encode(flat.filter(pa.array(keep)))
+    encoded = pc.dictionary_encode(flat.filter(from_numpy(keep)))
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()
-    ids = np.asarray(encoded.indices, dtype=np.int32)
+    ids = to_numpy(encoded.indices, np.int32)
     dictionary = encoded.dictionary.to_pylist()
     return ids, line_offsets, text_line_offsets, dictionary

@@ -156,12 +156,19 @@ def test_a_null_language_names_its_ids(tmp_path):
     ([], "language: ja\njapanese_dictionary: unidic\n",  # a code is not the language
      "japanese_dictionary 'unidic' is read under --language japanese only"),
     (["--metrics", "bleu", "--language", "russian"], None,
-     "language 'russian' is read by the ROUGE metrics (rouge1 ... rougeLsum) alone, and none "
+     "language 'russian' is read by the rouge metrics (rouge1 ... rougeLsum) alone, and none "
      "is requested"),
+    (["--metrics", "bleu", "--stemmer", "porter"], None,
+     "stemmer 'porter' is read by the rouge metrics (rouge1 ... rougeLsum) or the rouge155 "
+     "metrics (rougeWsum ... rougeSU) alone, and none is requested"),
+    (["--metrics", "rouge1,chrf", "--bleu-tokenize", "zh"], None,
+     "bleu_tokenize 'zh' is read by the bleu metrics (bleu) alone"),
+    ([], "metrics: token_f1\ncase_sensitive: true\n",
+     "case_sensitive is read by the rouge metrics"),
     (["--metrics", "rougeWsum", "--japanese-dictionary", "unidic"], None,
-     "japanese_dictionary 'unidic' is read by the ROUGE metrics"),
+     "japanese_dictionary 'unidic' is read by the rouge metrics (rouge1 ... rougeLsum) alone"),
     ([], "metrics: chrf\nxlsum_rougelsum: true\n",
-     "xlsum_rougelsum is read by the ROUGE metrics"),
+     "xlsum_rougelsum is read by the rouge metrics"),
     (["--metrics", "rouge1", "--language", "russian", "--xlsum-rougelsum"], None,
      "xlsum_rougelsum is read by rougeLsum alone, which is not requested"),
 ])
@@ -178,6 +185,7 @@ def test_an_option_nothing_reads_is_refused_in_one_line(table, tmp_path, args, c
     ["--stopwords", "smart", "--tokenizer", "rouge155", "--metrics", "rouge1"],
     ["--stopwords", "smart", "--metrics", "rougeS4"],
     ["--metrics", "rougeS4", "--tokenizer", "rouge155"],
+    ["--metrics", "rougeS4", "--stemmer", "porter-rouge155"],
 ])
 def test_the_options_where_they_are_read_still_run(table, tmp_path, args):
     result = _score(table, tmp_path, *args)

@@ -204,9 +204,11 @@ def test_the_scorer_is_built_before_the_workers_fork(tmp_path):
     from pipeline.engine import tasks
 
     tasks._scorer.cache_clear()
-    score(_inline(tmp_path / "in"), output=str(tmp_path / "run"), run_id="r",
-          config=ScoreConfig(engine="local", **SETTINGS))
+    # num_cpus set: a run this small forks no workers by itself (run.FORK_MIN_ROWS)
+    run = score(_inline(tmp_path / "in"), output=str(tmp_path / "run"), run_id="r",
+                config=ScoreConfig(engine="local", num_cpus=2, **SETTINGS))
     assert tasks._scorer.cache_info().currsize == 1
+    assert run.manifest["engine"]["num_cpus"] == 2
 
 
 def test_a_slice_is_scored_in_one_call_whatever_the_partitions(tmp_path, monkeypatch,

@@ -99,7 +99,10 @@ def _run_trial(tmp: Path, engine: str, sig: int, phase: str, rng: random.Random)
            "OVERLAP_FAULTS": json.dumps({"delay_s": 1.0})}
     env.pop("RAY_ADDRESS", None)
     config = tmp / "config.yaml"  # 7 partitions, an aggregate with intervals and groups
-    config.write_text("group_by: [system]\npartition_rows: 400\nbootstrap: 1000\n")
+    # in-process: num_cpus set, so that workers fork as in a larger run (a run this small
+    # forks none by itself: pipeline.engine.run.FORK_MIN_ROWS)
+    config.write_text("group_by: [system]\npartition_rows: 400\nbootstrap: 1000\n"
+                      + ("num_cpus: 2\n" if engine == "local" else ""))
     cmd = [sys.executable, "-m", "pipeline.cli", "score", str(DATA / "predictions"),
            "--references", str(DATA / "references.parquet"), "--output", str(tmp / "out"),
            "--config", str(config), "--engine", engine]

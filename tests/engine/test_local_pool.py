@@ -229,3 +229,23 @@ def test_without_fork_small_result_tasks_run_here_one_after_the_other(monkeypatc
     runner = local.LocalRunner(processes=2)
     got = list(runner.as_completed([runner.submit(task, i) for i in range(4)]))
     assert got == [(i, os.getpid()) for i in range(4)] and order == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(("rows", "num_cpus", "processes"), [
+    (5_000, None, 1),  # small: this process alone
+    (0, None, 1),
+    (9_999, None, 1),
+    (10_000, None, "all"),  # the threshold: every CPU
+    (1_000_000, None, "all"),
+    (None, None, "all"),  # rows unknown
+    (5_000, 2, 2),  # num_cpus set: as set, whatever the size
+])
+def test_a_small_run_forks_no_worker_unless_num_cpus_is_set(rows, num_cpus, processes):
+    from pipeline.config import ScoreConfig
+    from pipeline.engine.run import FORK_MIN_ROWS, make_runner
+    from pipeline.machine import usable_cpus
+
+    assert FORK_MIN_ROWS == 10_000
+    runner = make_runner(ScoreConfig(engine="local", num_cpus=num_cpus), "local",
+                         prediction_rows=rows)
+    assert runner.processes == (usable_cpus() if processes == "all" else processes)

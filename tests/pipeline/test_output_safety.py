@@ -288,3 +288,22 @@ def test_the_directories_made_on_object_storage_are_removed_too(monkeypatch):
     out.release()
     assert keep.fs.get_file_info(f"{keep.path}/new").type.name == "NotFound"
     assert keep.fs.get_file_info(keep.path).type.name == "Directory"
+
+
+def test_a_staging_directory_that_cannot_be_made_releases_the_lock(tmp_path):
+    from pipeline.errors import ExecutionError
+    from pipeline.io.lock import lock_location
+    from pipeline.io.write import OutputDir
+
+    out = OutputDir(str(tmp_path / "out"), overwrite=False, key="k")
+    planted = tmp_path / ".out.overlap-staging-k"
+    planted.write_text("a file where the staging directory goes")
+    with pytest.raises(ExecutionError, match="cannot create"):
+        out.prepare(run_id="r1")
+    assert planted.read_text() == "a file where the staging directory goes"  # not ours
+    assert lock_location(locate(str(tmp_path / "out"))).path not in \
+        [str(p) for p in tmp_path.iterdir()]
+    planted.unlink()  # the next run is not refused by a lock nobody holds
+    again = OutputDir(str(tmp_path / "out"), overwrite=False, key="k")
+    assert not again.prepare(run_id="r1")
+    again.release()

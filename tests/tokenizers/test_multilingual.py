@@ -43,6 +43,10 @@ THAI = list("ภาษาไทยเป็นของคนไทยสวั�
 LATIN = list("abcdefghijklmnopqrstuvwxyzäöüßéèçñ") + ["ing", "ness", "tion", "ment"]
 CYRILLIC = list("абвгдежзийклмнопрстуфхцчшщыьэюя")
 TURKISH = list("abcçdefgğhıijklmnoöprsştuüvyzIİ") + ["lar", "ler", "dan"]
+# symbols OpenNMT splits off or rewrites (its joiner and spacer marks), and characters
+# beyond the BMP: a letter, a digit, an emoji, a tag (Cf) and a private-use one (Co)
+SYMBOLS = list("\uffed\u2581\u00bd\u00b2\u20ac$+=<>\u00a9\u2122\u2028\x0b\x85") + [
+    "\U0001d7d8", "\U0001f600", "\U00010400", "\U000e0041", "\U000f0000"]
 OTHER = list("0123456789 \n\t.,;!?()[]\"'-–—।॥৷·\u200b\u200c\u200d\u00ad\x07\ufffd")
 
 
@@ -53,7 +57,7 @@ def texts(alphabet: list[str]) -> st.SearchStrategy[str]:
 CASES = [("burmese", BURMESE), ("hindi", DEVANAGARI), ("bengali", BENGALI),
          ("chinese", HAN + LATIN), ("thai", THAI), ("english", LATIN),
          ("russian", CYRILLIC), ("turkish", TURKISH), ("bangla", BENGALI),
-         ("icelandic", LATIN + HAN)]
+         ("icelandic", LATIN + HAN), ("czech", LATIN + CYRILLIC + SYMBOLS)]
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +82,24 @@ def test_tokens_equal_the_oracle(language, alphabet, stem, nltk_tmp):
                 assert ours.tokenize_xlsum_line(line) == oracle_xlsum_line_tokens(oracle, line)
 
     check()
+
+
+@pytest.mark.parametrize("text", [
+    "a\U000e0041b \U000f0000c d\U0001d7d8e",   # a tag (Cf) and a private-use (Co) deleted
+    "x\U0001f600y \U00010400z 中\U00020001文",   # astral symbol, letter, ideograph kept
+    "a\uffedb \u2581x ab\u2581 \u00bd\u00b23 \u20ac5",  # OpenNMT's marks and symbols
+    "a\u2028b\x0bc\x85d \u00a0e\u3000f",           # white space split on or deleted
+    "ΟΔΟΣ\nΣΑ ΑΣ\u00ad\nΒ Σ\u0345\nα\n\nİI",     # final sigma and İ at line breaks
+])
+@pytest.mark.parametrize("language", ["czech", "russian", "german"])
+def test_fixed_texts_equal_the_oracle(language, text, nltk_tmp):
+    """Characters beyond the BMP and OpenNMT's marks: tokens as the oracle's."""
+    oracle = oracle_scorer(["rouge1"], lang=language, stem=True, tmp=nltk_tmp)
+    ours = LanguageTokenizer(language, stem=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ours.tokenize(text) == oracle_tokens(oracle, text)
+        assert ours.tokenize_xlsum_line(text) == oracle_xlsum_line_tokens(oracle, text)
 
 
 @pytest.mark.parametrize(("language", "alphabet"),
@@ -105,6 +127,78 @@ def test_scores_equal_the_oracle(language, alphabet, nltk_tmp):
                     assert got == tuple(want[m]), (m, pred, ref)
 
     check()
+
+
+def test_clean_up_equals_the_oracle_on_every_code_point(nltk_tmp):
+    """Lower-casing and BERT's clean-up on every code point, as the oracle's.
+
+    Each BMP code point between two letters, then the rest 256 at a time: the re scans and
+    the translate table both meet every character.
+    """
+    oracle = oracle_scorer(["rouge1"], lang="croatian", stem=False, tmp=nltk_tmp)
+    ours = LanguageTokenizer("croatian")
+    texts = [f"a{chr(cp)}b" for cp in range(0x10000)]
+    texts += ["".join(f"a{chr(cp)}b " for cp in range(lo, lo + 256))
+              for lo in range(0x10000, 0x110000, 256)]
+    wrong = [t for t in texts
+             if ours.tokenize_xlsum_line(t) != oracle_xlsum_line_tokens(oracle, t)]
+    assert wrong == []
+
+
+def test_opennmt_keeps_every_word_of_letters_whole():
+    """The fallback skips OpenNMT for texts whose words are all letters (``str.isalpha``)."""
+    import pyonmttok
+
+    onmt = pyonmttok.Tokenizer("aggressive")
+    letters = [c for c in map(chr, range(0x110000)) if c.isalpha()]
+    split = [c for c in letters
+             if onmt.tokenize(f"a{c}a {c} я{c}{c}")[0] != [f"a{c}a", c, f"я{c}{c}"]]
+    assert split == []
+    # and it does split letters from digits and symbols (the case it is still called for)
+    assert onmt.tokenize("4aylık a½b")[0] == ["4", "aylık", "a", "½", "b"]
+
+
+def test_ids_renumbered_between_batches_only(monkeypatch, nltk_tmp):
+    """With a tiny cache size, every batch still scores as the oracle does."""
+    from pipeline.tokenizers import multilingual
+
+    monkeypatch.setattr(multilingual, "_CACHE_MAX", 3)
+    metrics = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+    oracle = oracle_scorer(list(metrics), lang="russian", stem=True, tmp=nltk_tmp)
+    scorer = Scorer(metrics=metrics, language="russian", stemmer="language",
+                    xlsum_rougelsum=True)
+    batches = [
+        [("кошки сидят на крыше домов", "кошка сидела на крыше дома"),
+         ("собаки лают\nна улице", "собака лает на улицах\nгорода")],
+        [("дома стоят", "кошки сидят на крыше домов"), ("улица", "на улице дома")],
+    ]
+
+    def check(pairs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = scorer.score_batch([p for p, _ in pairs],
+                                       [[r] for _, r in pairs]).table.to_pydict()
+        for i, (pred, ref) in enumerate(pairs):
+            want = oracle.score(ref, pred)
+            for m in metrics:
+                got = tuple(table[f"{m}_{x}"][i] for x in ("precision", "recall", "fmeasure"))
+                assert got == tuple(want[m]), (m, pred, ref)
+
+    for pairs in batches:
+        check(pairs)
+    tok = get_language_tokenizer("russian", stem=True)
+    assert tok._numbering.vocab_size > 3  # a batch is never renumbered in its middle
+    # threads scoring at once (the local engine's threads share the tokenizer): each batch
+    # keeps its numbering, and no id is given to two stems
+    from concurrent.futures import ThreadPoolExecutor
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(check, batches * 8))
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def test_hand_checked_rules():

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import from_numpy, scalar, to_numpy
 from pipeline.compiled import kernel
 from pipeline.errors import ConfigError
 from pipeline.metrics import multi_reference
@@ -449,7 +450,7 @@ def _flatten_arrow(references: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, 
     if isinstance(references, pa.ChunkedArray):
         references = references.combine_chunks()
     lists = references.fill_null([]) if references.null_count else references
-    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    offsets = to_numpy(lists.offsets, np.int64)
     return np.diff(offsets), _large_strings(lists.values[offsets[0]:offsets[-1]])
 
 
@@ -478,7 +479,7 @@ def _count_one_line(texts: pa.Array | pa.ChunkedArray,
     else:
         several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
                           pc.invert(pc.match_substring(texts, "\n")))
-    return int(pc.sum(pc.fill_null(several, False)).as_py() or 0)
+    return int(pc.sum(pc.fill_null(several, scalar(False, pa.bool_()))).as_py() or 0)
 
 
 def _take(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
@@ -488,13 +489,13 @@ def _take(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.
     text's bytes, where only the rows taken are needed.
     """
     if not isinstance(texts, pa.ChunkedArray):
-        return texts.take(pa.array(rows))
+        return texts.take(from_numpy(rows))
     taken = []
     start = 0
     for chunk in texts.chunks:
         first, last = np.searchsorted(rows, [start, start + len(chunk)])
         if last > first:
-            taken.append(chunk.take(pa.array(rows[first:last] - start)))
+            taken.append(chunk.take(from_numpy(rows[first:last] - start)))
         start += len(chunk)
     return pa.chunked_array(taken, type=texts.type)
 

@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.tokenizers.multilingual import (
-    AUTO,
-    LanguageTokenizer,
-    canonical_language,
-    check_language,
-    detect_language,
-    get_language_tokenizer,
-    is_named_language,
-)
 from pipeline.tokenizers.rouge_score import TokenizedBatch
+
+# The segmenters' module (and importlib.resources under it) is imported where a language
+# is asked for: a run without --language does not load it.
+if TYPE_CHECKING:
+    from pipeline.tokenizers.multilingual import LanguageTokenizer
 
 COLUMN_PREFIX = "column:"
 # FamilyScores.counts key prefix: rows whose column:COL language is not a named language
@@ -51,6 +48,10 @@ def language_column(language: str | None) -> str | None:
 
 def is_auto(language: str | None) -> bool:
     """Whether ``language`` is ``auto``: each example's segmenter picked by its script."""
+    if not language:
+        return False
+    from pipeline.tokenizers.multilingual import AUTO
+
     return language == AUTO
 
 
@@ -66,6 +67,8 @@ def detected_languages(predictions: Sequence[str | None],
         N names, each one of ``chinese``, ``japanese``, ``thai``, ``burmese`` or ``other``
         (the fallback tokenizer).
     """
+    from pipeline.tokenizers.multilingual import detect_language
+
     return [detect_language([p, *rs]) for p, rs in zip(predictions, references, strict=True)]
 
 
@@ -80,6 +83,8 @@ def dictionary_unread(options: Mapping[str, Any]) -> bool:
             or not language or is_auto(language) or language_column(language) is not None \
             or not str(language).strip():
         return False
+    from pipeline.tokenizers.multilingual import canonical_language
+
     return canonical_language(str(language)) != "japanese"
 
 
@@ -93,8 +98,6 @@ def check_options(options: Mapping[str, Any]) -> None:
             a language with another tokenizer, the Porter stemmer or case kept; an empty
             column name; a missing ``multilingual`` extra.
     """
-    from pipeline.tokenizers.multilingual import check_installed
-
     language = options.get("language")
     if not language:
         if options.get("stemmer") == "language":
@@ -105,6 +108,8 @@ def check_options(options: Mapping[str, Any]) -> None:
         if options.get("japanese_dictionary", "unidic-lite") != "unidic-lite":
             raise ConfigError("japanese_dictionary needs --language (config key language)")
         return
+    from pipeline.tokenizers.multilingual import check_installed, check_language
+
     if options.get("tokenizer", "rouge-score") != "rouge-score":
         raise ConfigError(f"--language sets the ROUGE tokenizer; it cannot be combined with "
                           f"tokenizer {options['tokenizer']!r}", hint="drop --tokenizer")
@@ -150,6 +155,8 @@ def tokenizers_for(options: Mapping[str, Any], n: int,
     Raises:
         ConfigError: a per-row language that is empty or null, or a missing extra.
     """
+    from pipeline.tokenizers.multilingual import AUTO, get_language_tokenizer
+
     stem = options.get("stemmer") == "language"
     dictionary = str(options.get("japanese_dictionary", "unidic-lite"))
     column = language_column(options.get("language"))
@@ -186,6 +193,8 @@ def unnamed_counts(values: Sequence[str | None]) -> dict[str, int]:
         ``{"unnamed_language:NAME": rows}`` for each such NAME (summed over partitions like
         every count, then gathered under the manifest's ``counts.unnamed_languages``).
     """
+    from pipeline.tokenizers.multilingual import is_named_language
+
     out: dict[str, int] = {}
     named: dict[str, bool] = {}
     for value in values:
@@ -216,9 +225,11 @@ def fallback_notes(config: Mapping[str, Any],
         One line for ``--language NAME`` when NAME falls back, one per such column value
         (:func:`pipeline.tokenizers.multilingual.unnamed_language_note`); empty otherwise.
     """
+    language = config.get("language")
+    if not language and not (counts or {}).get("unnamed_languages"):
+        return []
     from pipeline.tokenizers.multilingual import unnamed_language_note
 
-    language = config.get("language")
     notes = []
     if language and not is_auto(language) and language_column(language) is None:
         notes.append(unnamed_language_note(str(language)))
@@ -229,21 +240,19 @@ def fallback_notes(config: Mapping[str, Any],
     return [note for note in notes if note]
 
 
-def _batch(token_lists: Sequence[Sequence[list[str]]], vocab: dict[str, int],
-           n_zero: int) -> TokenizedBatch:
-    """Integer ids of texts given as lists of lines of tokens (ids shared through vocab)."""
-    lines_per_text = np.fromiter((len(t) for t in token_lists), dtype=np.int64,
-                                 count=len(token_lists))
-    text_line_offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-    np.cumsum(lines_per_text, out=text_line_offsets[1:])
-    flat_lines = [line for text in token_lists for line in text]
+def _id_batch(id_lists: Sequence[Sequence[list[int]]], vocab_size: int,
+              n_zero: int) -> TokenizedBatch:
+    """The batch of texts given as lists of lines of token ids."""
+    text_line_offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists)),
+              out=text_line_offsets[1:])
+    flat_lines = list(chain.from_iterable(id_lists))
     line_offsets = np.zeros(len(flat_lines) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter((len(x) for x in flat_lines), dtype=np.int64,
-                          count=len(flat_lines)), out=line_offsets[1:])
-    setdefault = vocab.setdefault
-    ids = np.fromiter((setdefault(t, len(vocab)) for line in flat_lines for t in line),
-                      dtype=np.int32, count=int(line_offsets[-1]))
-    return TokenizedBatch(ids, line_offsets, text_line_offsets, max(len(vocab), 1), n_zero)
+    np.cumsum(np.fromiter(map(len, flat_lines), dtype=np.int64, count=len(flat_lines)),
+              out=line_offsets[1:])
+    ids = np.fromiter(chain.from_iterable(flat_lines), dtype=np.int32,
+                      count=int(line_offsets[-1]))
+    return TokenizedBatch(ids, line_offsets, text_line_offsets, max(vocab_size, 1), n_zero)
 
 
 def sentences(text: str | None, *, punctuation: bool) -> list[str]:
@@ -252,6 +261,8 @@ def sentences(text: str | None, *, punctuation: bool) -> list[str]:
         return []
     if punctuation:
         text = _SENTENCE_END.sub("\n", text)
+    if "\n" not in text:
+        return [text]
     return [line for line in text.split("\n") if line]
 
 
@@ -282,17 +293,22 @@ def tokenized(texts: Sequence[str | None], tokenizers: Sequence[LanguageTokenize
         A :class:`TokenizedBatch`; ``n_zero_token_texts`` counts the texts with a visible
         character but no token.
     """
-    vocab: dict[str, int] = {}
+    # each tokenizer numbers its own stems (an example has one tokenizer), and the batch
+    # keeps the numbering it starts with to its end
+    numbering = {tok: tok.start_batch() for tok in dict.fromkeys(tokenizers)}
+    numberings = [numbering[tok] for tok in tokenizers]
     if lines:
-        views = [line_tokens(tok, t, xlsum=xlsum, punctuation=punctuation)
-                 for t, tok in zip(texts, tokenizers, strict=True)]
+        views = [[(n.xlsum_line_ids if xlsum else n.token_ids)(s)
+                  for s in sentences(t, punctuation=punctuation)]
+                 for t, n in zip(texts, numberings, strict=True)]
         zero = sum(1 for t, v in zip(texts, views, strict=True)
                    if not any(v) and has_letters(t))
     else:
-        views = [[tok.tokenize(t)] for t, tok in zip(texts, tokenizers, strict=True)]
+        views = [[n.token_ids(t)] for t, n in zip(texts, numberings, strict=True)]
         zero = sum(1 for t, v in zip(texts, views, strict=True)
                    if not v[0] and has_letters(t))
-    return _batch(views, vocab, zero)
+    size = max((n.vocab_size for n in numbering.values()), default=0)
+    return _id_batch(views, size, zero)
 
 
 __all__ = ["COLUMN_PREFIX", "UNNAMED_PREFIX", "check_options", "detected_languages",

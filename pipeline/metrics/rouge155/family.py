@@ -592,6 +592,9 @@ class Rouge155(Family):
     names = ("rougeWsum", "rougeS4", "rougeSU4", "rougeS", "rougeSU")
     pattern = _OWN_NAME
     options = OPTIONS
+    # the shared ROUGE options it reads (stemmer, multi_reference) or holds at the script's
+    # values (tokenizer, case_sensitive, sentence_split)
+    reads = ("tokenizer", "stemmer", "case_sensitive", "multi_reference", "sentence_split")
     # rouge155: the script's flags, for the metrics and options they stand for
     presets = (Preset("rouge155", parse_rouge155_flags,
                       help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 -2 "
