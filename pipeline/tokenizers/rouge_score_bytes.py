@@ -48,8 +48,9 @@ def _lowers_to_ascii(buf, q, end):
 @njit(cache=True, nogil=True)
 def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vocab_offsets,
                    ids, line_offsets, text_line_offsets):
-    """Tokenize from ``state`` on; return 1 to ask for bigger tables, 0 when done.
+    """Tokenize from ``state`` on; return 0 when done, else the room it needs.
 
+    1 asks for bigger tables, 2 for a bigger ``line_offsets``, 3 for a bigger ``ids``.
     ``state``: int64 [text, byte position (-1: text not started), line, tokens, ids, 1 when a
     character that lowercases to ASCII was met]. The tables are never reallocated in here, so
     the loop keeps them in registers. Text ``t`` of ``buf`` is text ``first_text + t`` of
@@ -67,6 +68,9 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
     while t < n_texts:
         end = text_offsets[t + 1]
         if q < 0:
+            if line + 1 >= line_offsets.shape[0]:
+                state[0], state[1], state[2], state[3], state[4] = t, q, line, n_tok, n_ids
+                return 2
             text_line_offsets[first_text + t] = line
             line_offsets[line] = n_tok
             line += 1
@@ -75,6 +79,10 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
             c = table[buf[q]]
             if c <= _SPACE:  # space, NUL, newline or lead byte: the only classes <= 32
                 if c == _NEWLINE:
+                    if line + 1 >= line_offsets.shape[0]:
+                        state[0], state[1], state[2], state[3], state[4] = \
+                            t, q, line, n_tok, n_ids
+                        return 2
                     line_offsets[line] = n_tok
                     line += 1
                 elif c == _LEAD and _lowers_to_ascii(buf, q, end):
@@ -82,6 +90,9 @@ def _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena, vo
                 q += 1
                 continue
             s = q
+            if n_tok >= ids.shape[0]:
+                state[0], state[1], state[2], state[3], state[4] = t, s, line, n_tok, n_ids
+                return 3
             if s + 8 <= n_buf:
                 # 8 bytes classified at once, branch-free: bit i of `token` set when byte
                 # s + i is a token byte; the token ends at the first clear bit or at the
@@ -183,6 +194,20 @@ def _grow(slots, arena, vocab_offsets, n_ids):
 
 
 @njit(cache=True, nogil=True)
+def _grow_lines(line_offsets):
+    new = np.empty(2 * line_offsets.shape[0], dtype=np.int64)
+    new[:line_offsets.shape[0]] = line_offsets
+    return new
+
+
+@njit(cache=True, nogil=True)
+def _grow_ids(ids):
+    new = np.empty(2 * ids.shape[0], dtype=np.int32)
+    new[:ids.shape[0]] = ids
+    return new
+
+
+@njit(cache=True, nogil=True)
 def tokenize_bytes(buf, text_offsets, table):
     """Split texts into lines and tokens and give each distinct token an id.
 
@@ -230,43 +255,51 @@ def tokenize_two(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
 
 
 @njit(cache=True, nogil=True)
-def _newlines(buf, text_offsets):
-    """Newline bytes from the first text's start to the last one's end."""
-    n = 0
-    for q in range(text_offsets[0], text_offsets[text_offsets.shape[0] - 1]):
-        if buf[q] == _NEWLINE:
-            n += 1
-    return n
-
-
-@njit(cache=True, nogil=True)
 def _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
     n_a = text_offsets_a.shape[0] - 1
     n_b = text_offsets_b.shape[0] - 1
     n_texts = n_a + n_b
-    n_lines = n_texts + _newlines(buf_a, text_offsets_a) + _newlines(buf_b, text_offsets_b)
     n_bytes = (text_offsets_a[n_a] - text_offsets_a[0]) + (text_offsets_b[n_b]
                                                             - text_offsets_b[0])
-    # A text of L bytes holds at most (L + 1) // 2 tokens; texts need not be separated by
-    # a byte (an Arrow buffer is read as it is), hence the n_texts.
-    ids = np.empty((n_bytes + n_texts) // 2 + 1, dtype=np.int32)
-    line_offsets = np.empty(n_lines + 1, dtype=np.int64)
+    # Room for a token every 4 bytes and a line every 32 (English prose has a token about
+    # every 6 bytes); a batch with more grows them. A text of L bytes can hold (L + 1) // 2
+    # tokens, but an array of that bound would be about three times what is used, too much
+    # to hand back as it is, and copying its used part out costs a tenth of the scan; this
+    # one is handed back as a view of its used part.
+    ids = np.empty(n_texts + n_bytes // 4 + 16, dtype=np.int32)
+    line_offsets = np.empty(n_texts + n_bytes // 32 + 2, dtype=np.int64)
     text_line_offsets = np.empty(n_texts + 1, dtype=np.int64)
     slots = _empty_slots(1 << 12)
     arena = np.empty(1 << 14, dtype=np.uint8)
     vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
     state = np.zeros(6, dtype=np.int64)
     state[1] = -1
-    while _tokenize_into(buf_a, text_offsets_a, 0, table, state, slots, arena, vocab_offsets,
-                         ids, line_offsets, text_line_offsets):
-        slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+    while True:
+        more = _tokenize_into(buf_a, text_offsets_a, 0, table, state, slots, arena,
+                              vocab_offsets, ids, line_offsets, text_line_offsets)
+        if more == 0:
+            break
+        if more == 1:
+            slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+        elif more == 2:
+            line_offsets = _grow_lines(line_offsets)
+        else:
+            ids = _grow_ids(ids)
     # the second buffer from its first text on, the lines, tokens and ids counted on
     state[0] = 0
     state[1] = -1
-    while _tokenize_into(buf_b, text_offsets_b, n_a, table, state, slots, arena,
-                         vocab_offsets, ids, line_offsets, text_line_offsets):
-        slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+    while True:
+        more = _tokenize_into(buf_b, text_offsets_b, n_a, table, state, slots, arena,
+                              vocab_offsets, ids, line_offsets, text_line_offsets)
+        if more == 0:
+            break
+        if more == 1:
+            slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+        elif more == 2:
+            line_offsets = _grow_lines(line_offsets)
+        else:
+            ids = _grow_ids(ids)
     n_tok = state[3]
     n_ids = state[4]
-    return (ids[:n_tok].copy(), line_offsets, text_line_offsets,
+    return (ids[:n_tok], line_offsets[:state[2] + 1].copy(), text_line_offsets,
             arena[:vocab_offsets[n_ids]].copy(), vocab_offsets[:n_ids + 1].copy(), state[5])

@@ -172,6 +172,24 @@ def test_union_lcs_of_long_multi_line_texts_matches_the_reference(pred_lines, re
                 reference_rouge.statistics(p, r, m)[0], m
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=200), st.lists(st.integers(0, 30), max_size=200),
+       st.sampled_from([("rouge1", "rougeL"), ("rougeL", "rouge2", "rouge1"),
+                        ("rouge2", "rougeL")]))
+def test_rouge1_and_rouge2_taken_in_rougel_pass_match_the_reference(pred_ids, ref_ids,
+                                                                      metrics):
+    """rouge1 and rouge2 asked with rougeL (one pass over the reference for predictions of
+    up to 128 tokens, separate passes above) against the plain reference, 0-200 tokens."""
+    pred = " ".join(f"w{t}" for t in pred_ids)
+    ref = " ".join(f"w{t}" for t in ref_ids)
+    table = Scorer(metrics=metrics).score_batch([pred, ref], [[ref], [pred]]).table
+    for i, (p, r) in enumerate(((pred, ref), (ref, pred))):
+        for m in metrics:
+            got = tuple(table.column(f"{m}_{k}")[i].as_py()
+                        for k in ("matches", "prediction_units", "reference_units"))
+            assert got == reference_rouge.statistics(p, r, m), m
+
+
 @settings(max_examples=200, deadline=None)
 @given(token_ids, token_ids)
 def test_compiled_lcs_invariants(a, b):

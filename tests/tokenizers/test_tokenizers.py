@@ -96,6 +96,31 @@ def test_arrow_input_is_tokenized_like_python_strings():
     arr = pa.array(texts, pa.large_string())
     lines = np.diff(tokenize_batch(arr, tokenizer=get_tokenizer("rouge-score")).text_line_offsets)
     assert _count_one_line(arr) == _count_one_line(arr, lines) == expected == 3
+    for cut in (0, 4, len(texts)):  # two chunks (predictions, references), one maybe empty
+        chunked = pa.chunked_array([arr[:cut], arr[cut:]])
+        assert _count_one_line(chunked) == _count_one_line(chunked, lines) == expected
+
+
+def test_texts_of_many_short_lines_or_tokens_keep_every_one():
+    """Lines and tokens past the byte scan's first guesses (bytes / 32, bytes / 4) are kept.
+
+    Per line, the tokens are rouge-score's of the line (``text.split("\\n")``), whether the
+    texts come as Python strings, one Arrow array, or two chunks read from two buffers.
+    """
+    import pyarrow as pa
+
+    texts = ["\n" * 300, "a b " * 300 + "\nq", "x\n\ny z" * 50, "c d",
+             "i j k " * 200 + "\n\nend\n"]
+    tok = get_tokenizer("rouge-score")
+    expected = [[rs_tokenize.tokenize(line, None) for line in t.split("\n")] for t in texts]
+    for arg in (texts, pa.array(texts, pa.large_string()),
+                pa.chunked_array([texts[:2], texts[2:]], pa.large_string())):
+        batch = tokenize_batch(arg, tokenizer=tok)
+        lines = [[batch.line_offsets[line + 1] - batch.line_offsets[line]
+                  for line in range(batch.text_line_offsets[t], batch.text_line_offsets[t + 1])]
+                 for t in range(len(texts))]
+        assert lines == [[len(x) for x in t] for t in expected]
+        assert len(batch.tokens) == sum(len(x) for t in expected for x in t)
 
 
 def test_arrow_texts_without_separators_between_them_keep_every_token():

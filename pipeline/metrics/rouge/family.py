@@ -321,7 +321,7 @@ def _scripts(texts: Sequence[str | None] | pa.Array | pa.ChunkedArray, batch: An
 
     zero = np.flatnonzero(batch.text_token_counts() == 0)[:1000]
     if isinstance(texts, pa.Array | pa.ChunkedArray):
-        chosen = texts.take(from_numpy(zero)).to_pylist()
+        chosen = _take(texts, zero).to_pylist()
     else:
         chosen = [texts[i] for i in zero.tolist()]
     found: dict[str, None] = {}
@@ -473,13 +473,31 @@ def _count_one_line(texts: pa.Array | pa.ChunkedArray,
         if not len(one_line):
             return 0
         if len(one_line) < len(texts):
-            texts = texts.take(from_numpy(one_line))
+            texts = _take(texts, one_line)
         # one line each: no newline to look for
         several = pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2)
     else:
         several = pc.and_(pc.match_substring_regex(texts, _SEVERAL_SENTENCES_RE2),
                           pc.invert(pc.match_substring(texts, "\n")))
     return int(pc.sum(pc.fill_null(several, scalar(False, pa.bool_()))).as_py() or 0)
+
+
+def _take(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+    """``texts.take(rows)`` (rows increasing), a chunked array taken from chunk by chunk.
+
+    Arrow's take on a chunked array joins the chunks into one array first, copying every
+    text's bytes, where only the rows taken are needed.
+    """
+    if not isinstance(texts, pa.ChunkedArray):
+        return texts.take(from_numpy(rows))
+    taken = []
+    start = 0
+    for chunk in texts.chunks:
+        first, last = np.searchsorted(rows, [start, start + len(chunk)])
+        if last > first:
+            taken.append(chunk.take(from_numpy(rows[first:last] - start)))
+        start += len(chunk)
+    return pa.chunked_array(taken, type=texts.type)
 
 
 def _measures(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -528,6 +528,78 @@ def lcs_length_bits2(tokens, a_start, a_len, b_len, loc, masks):
 
 
 @njit(cache=True, nogil=True)
+def lcs_length_unigrams(tokens, a_start, a_len, b_len, loc, masks, n_local, used, bigrams,
+                        bi_cnt, bi_keys):
+    """:func:`lcs_length_bits2` (or one word), unigram and bigram matches in one pass.
+
+    The matches are rouge1's and rouge2's, sum over n-grams of min(count in a, count in b).
+    A row token present in the columns takes a unigram match while it has been seen no more
+    often than its mask has bits (its count in the columns); a row bigram (s, t) of tokens
+    present in the columns takes a bigram match while it has been seen no more often than
+    the columns hold it, the bits of ``mask_s & (mask_t >> 1)``. The bigram's counter is
+    indexed by its two mask rows (``128 * row_s + row_t``), so no hash table is needed.
+
+    Args:
+        tokens: int32 token ids.
+        a_start: start of the row sequence (rouge-score's reference).
+        a_len: its length.
+        b_len: length of the column sequence, 0 < b_len <= 128.
+        loc: token -> mask row, from :func:`build_masks` over the column sequence.
+        masks: match masks, as filled by :func:`build_masks` (two words each when
+            b_len > 64).
+        n_local: the mask rows used (what :func:`build_masks` returned).
+        used: int32 scratch, shape >= n_local, all 0 on entry and on return.
+        bigrams: whether to count bigram matches (else 0 is returned for them).
+        bi_cnt: int32 scratch, shape >= 128 * 128, all 0 on entry and on return.
+        bi_keys: int64 scratch, shape >= a_len.
+
+    Returns:
+        ``(LCS length, unigram matches, bigram matches)``.
+    """
+    lo = _ONES
+    hi = _ONES
+    zero = np.uint64(0)
+    one = np.uint64(1)
+    two = b_len > 64
+    matches = 0
+    matches2 = 0
+    n_keys = 0
+    prev = -1
+    p_lo = zero
+    p_hi = zero
+    for i in range(a_len):
+        k = loc[tokens[a_start + i]]
+        if k >= 0:
+            m_lo = masks[k, 0]
+            m_hi = masks[k, 1] if two else zero
+            lo, hi = _step2(lo, hi, m_lo, m_hi, zero, zero)
+            c = used[k] + 1
+            used[k] = c
+            if c <= popcount64(m_lo) + popcount64(m_hi):
+                matches += 1
+            if bigrams and prev >= 0:
+                key = (prev << 7) | k
+                c2 = bi_cnt[key] + 1
+                bi_cnt[key] = c2
+                if c2 == 1:
+                    bi_keys[n_keys] = key
+                    n_keys += 1
+                if c2 <= popcount64(p_lo & ((m_lo >> one) | (m_hi << np.uint64(63)))) \
+                        + popcount64(p_hi & (m_hi >> one)):
+                    matches2 += 1
+            prev = np.int64(k)
+            p_lo = m_lo
+            p_hi = m_hi
+        else:
+            prev = -1
+    for k in range(n_local):
+        used[k] = 0
+    for q in range(n_keys):
+        bi_cnt[bi_keys[q]] = 0
+    return b_len - _ones_in2(lo, hi, 0, b_len), matches, matches2
+
+
+@njit(cache=True, nogil=True)
 def union_lcs_marks_lanes2(tokens, a_start, a_len, line_offsets, first_line, last_line,
                            p_start, loc, masks, rows, mark):
     """:func:`union_lcs_marks_lanes` for a prediction of 65 to 128 tokens (two words a row).

@@ -18,6 +18,7 @@ from pipeline.metrics.rouge.lcs import (
     lcs_length_bits,
     lcs_length_bits2,
     lcs_length_long,
+    lcs_length_unigrams,
     lcs_mark_bits,
     lcs_mark_bits1,
     lcs_mark_bits_ckpt,
@@ -265,29 +266,58 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     masked = -1  # the prediction whose whole-text masks are in `masks`
     masked_start = 0
     masked_len = 0
+    masked_rows = 0
+    # rouge1 or rouge2 asked with rougeL: for a prediction of at most 128 tokens, their
+    # matches come from rougeL's pass over the reference (lcs_length_unigrams)
+    need_1 = False
+    need_2 = False
+    for k in range(n_metrics):
+        need_1 = need_1 or orders[k] == 1
+        need_2 = need_2 or orders[k] == 2
+    fuse = (need_1 or need_2) and need_l
+    seen = np.zeros(masks.shape[0] if fuse else 1, dtype=np.int32)  # lcs_length_unigrams'
+    bi_cnt = np.zeros(128 * 128 if fuse and need_2 else 1, dtype=np.int32)
+    bi_keys = np.zeros(max_len if fuse and need_2 else 1, dtype=np.int64)
     for p in range(n_pairs):
         pred = pair_pred[p]
         ref = pair_ref[p]
         p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
         r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
         lcs_len = -1  # the pair's LCS length once rougeL has computed it
+        fused = fuse and 0 < p_len <= 128 and min(p_len, vocab_size) <= masks.shape[0] \
+            and (p_len + 63) >> 6 <= masks.shape[1]
+        if fused:
+            if masked != pred:
+                if masked >= 0:
+                    clear_masks(tokens, masked_start, masked_len, loc)
+                masked_rows = build_masks(tokens, p_start, p_len, loc, masks)
+                masked, masked_start, masked_len = pred, p_start, p_len
+            fused_l, fused_1, fused_2 = lcs_length_unigrams(
+                tokens, r_start, r_len, p_len, loc, masks, masked_rows, seen, need_2, bi_cnt,
+                bi_keys)
         for k in range(n_metrics):
             code = orders[k]
-            if code == 1:
+            if code == 1 and fused:
+                out[p, k, 0] = fused_1
+            elif code == 1:
                 out[p, k, 0] = unigram_matches(tokens, p_start, p_len, r_start, r_len, cnt_ref)
+            elif code == 2 and fused:
+                out[p, k, 0] = fused_2
             elif code == 2:
                 out[p, k, 0] = bigram_matches(tokens, p_start, p_len, r_start, r_len, slot_pos,
                                               slot_cnt, used)
             elif code >= 3:
                 out[p, k, 0] = ngram_matches(tokens, p_start, p_len, r_start, r_len, code,
                                              slot_pos, slot_cnt, used)
+            elif code == ROUGE_L and fused:
+                out[p, k, 0] = fused_l
             elif code == ROUGE_L:
                 n_words = (p_len + 63) >> 6
                 if min(p_len, vocab_size) <= masks.shape[0] and n_words <= masks.shape[1]:
                     if masked != pred:
                         if masked >= 0:
                             clear_masks(tokens, masked_start, masked_len, loc)
-                        build_masks(tokens, p_start, p_len, loc, masks)
+                        masked_rows = build_masks(tokens, p_start, p_len, loc, masks)
                         masked, masked_start, masked_len = pred, p_start, p_len
                     if n_words == 2:
                         out[p, k, 0] = lcs_length_bits2(tokens, r_start, r_len, p_len, loc,
