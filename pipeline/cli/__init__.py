@@ -276,12 +276,61 @@ _COMMANDS = {"compare": "pipeline.cli.compare", "explain": "pipeline.cli.explain
 _COMMANDS["agree"] = "pipeline.cli.agree"
 
 
-class _Main(click.Group):
-    """The command group: turns Ctrl-C and SIGTERM into one line and exit 130 / 143.
+class OneLineUsageError(click.UsageError):
+    """A click usage error shown as one line: ``Error: MESSAGE (see 'overlap CMD --help')``.
 
-    The command's own clean-up runs first (``finally`` blocks: a local Ray instance is
-    stopped and its temp dir removed); a score run's staging directory stays, so that
-    running the same command again resumes it.
+    Click shows a usage error as four lines (the usage, a "Try ... --help" line, a blank
+    line, the error); the house rule is one line on stderr and exit 2. Wraps the error
+    click raised (``original``), whose :meth:`~click.ClickException.format_message` gives the
+    message (e.g. ``Missing option '--output'.``).
+    """
+
+    def __init__(self, original: click.UsageError, *, command: str = "overlap") -> None:
+        super().__init__(original.format_message(), original.ctx)
+        self.original = original
+        self.command = command
+
+    def show(self, file: Any = None) -> None:
+        """Print the one line on ``file`` (default: stderr)."""
+        click.echo(f"Error: {one_line_text(self.message)} (see '{self.command} --help')",
+                   file=file if file is not None else sys.stderr)
+
+
+def one_line_text(text: str) -> str:
+    """``text`` with its line breaks and runs of spaces joined into single spaces."""
+    return " ".join(text.split())
+
+
+@contextlib.contextmanager
+def _usage_errors_in_one_line(group: click.Context | None = None) -> Iterator[None]:
+    """Raise click's usage errors raised inside as :class:`OneLineUsageError`.
+
+    The command named is the one whose context the error has, else the subcommand ``group``
+    (the ``overlap`` context) was invoking (click's option parser raises without a context),
+    else ``overlap``. Left as they are: an error already wrapped, and "no arguments: show the
+    help" (click's ``NoArgsIsHelpError``, which prints the help, not an error).
+    """
+    try:
+        yield
+    except click.UsageError as err:
+        if isinstance(err, OneLineUsageError) or type(err).__name__ == "NoArgsIsHelpError":
+            raise
+        words = ["overlap"]
+        if err.ctx is not None and err.ctx is not group:
+            words += err.ctx.command_path.split()[1:]
+        elif group is not None and group.invoked_subcommand:
+            words.append(group.invoked_subcommand)
+        raise OneLineUsageError(err, command=" ".join(words)) from err
+
+
+class _Main(click.Group):
+    """The command group: usage errors in one line; Ctrl-C and SIGTERM in one line too.
+
+    A usage error of any command (a missing option, a bad value, an unknown command) is one
+    line on stderr and exit 2 (:class:`OneLineUsageError`). On Ctrl-C or SIGTERM the
+    command's own clean-up runs first (``finally`` blocks: a local Ray instance is stopped
+    and its temp dir removed), then one line and exit 130 / 143; a score run's staging
+    directory stays, so that running the same command again resumes it.
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -294,13 +343,32 @@ class _Main(click.Group):
             importlib.import_module(_COMMANDS[cmd_name])
         return super().get_command(ctx, cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, with "did you mean ...?" for a near miss of a command name."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            from pipeline.errors import did_you_mean
+
+            hint = did_you_mean(args[0], self.list_commands(ctx)) if args else None
+            if not hint or type(err).__name__ == "NoArgsIsHelpError":
+                raise
+            raise click.UsageError(f"{err.format_message()} ({hint})", ctx) from err
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        with _usage_errors_in_one_line():
+            return super().make_context(info_name, args, parent, **extra)
+
     def invoke(self, ctx: click.Context) -> Any:
         previous = _install_handlers()
         completed = False
         rays = _local_rays()
         try:
             try:
-                result = super().invoke(ctx)
+                with _usage_errors_in_one_line(ctx):
+                    result = super().invoke(ctx)
                 completed = True
             finally:
                 _stop_local_rays(rays)
