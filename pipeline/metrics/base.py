@@ -368,6 +368,9 @@ class Family:
             after ``metrics`` (where ROUGE's ``split`` and ``maxtok`` have always been).
         explainer: ``"module:function"`` of its explanation (see :class:`MetricFamily`),
             imported on first use; None when the family is not explained.
+        mixing_hints: per signature field, what to do when another family's metrics in the
+            same run write that field otherwise (``{metrics}`` stands for this family's
+            metric names); read by :func:`pipeline.metrics.registry.signature_fields`.
 
     """
 
@@ -380,6 +383,7 @@ class Family:
     notes: ClassVar[tuple[DataNote, ...]] = ()
     trailing_signature_fields: ClassVar[tuple[str, ...]] = ()
     explainer: ClassVar[str | None] = None
+    mixing_hints: ClassVar[Mapping[str, str]] = {}
 
     def serves(self, metric: str) -> bool:
         """True when ``metric`` is one of this family's names (:attr:`pattern` or ``names``)."""

@@ -163,13 +163,27 @@ def signature_fields(metrics: Sequence[str], options: Mapping[str, Any]) -> dict
     """
     full = with_defaults(options)
     fields: dict[str, str] = {}
-    for family, _ in by_family(metrics):
+    writers: dict[str, tuple[MetricFamily, tuple[str, ...]]] = {}
+    for family, names_ in by_family(metrics):
         for key, value in family.signature_fields(full).items():
             if fields.setdefault(key, value) != value:
-                raise ConfigError(f"the metrics' families disagree on signature field "
-                                  f"{key!r}: {fields[key]!r} and {value!r} (score them in "
-                                  "separate runs, or set the option they share)")
+                first, first_names = writers[key]
+                raise ConfigError(
+                    f"{', '.join(first_names)} and {', '.join(names_)} cannot be scored in "
+                    f"one run as set: their families disagree on signature field {key!r}, "
+                    f"{key}:{fields[key]} against {key}:{value}",
+                    hint=_mixing_hint(key, (first, first_names), (family, names_)))
+            writers.setdefault(key, (family, names_))
     return fields
+
+
+def _mixing_hint(key: str, *sides: tuple[MetricFamily, tuple[str, ...]]) -> str:
+    """What to do about two families writing signature field ``key`` differently."""
+    for family, names_ in sides:
+        hint = getattr(family, "mixing_hints", {}).get(key)
+        if hint:
+            return hint.format(metrics=", ".join(names_))
+    return "set the option they share to one value, or score them in two runs"
 
 
 __all__ = ["FAMILIES", "by_family", "data_notes", "family_of", "measure_of_column", "names",

@@ -404,8 +404,12 @@ def test_cli_signature_shows_what_the_flags_map_to():
 def test_rouge155_metrics_and_rouge_score_tokens_cannot_share_a_run():
     from pipeline import Scorer
 
-    with pytest.raises(ConfigError, match="disagree on signature field 'tok'"):
+    with pytest.raises(ConfigError, match="disagree on signature field 'tok'") as caught:
         Scorer(metrics=("rouge1", "rougeSU4"))
+    assert "rouge1 and rougeSU4 cannot be scored in one run" in str(caught.value)
+    assert "add --tokenizer rouge155" in str(caught.value)
+    # what the message says to do works (rougeLsum for rougeL)
+    Scorer(metrics=("rouge1", "rougeLsum", "rougeSU4"), tokenizer="rouge155")
     with pytest.raises(ConfigError, match="no rougeL"):
         Scorer(metrics=("rougeL",), tokenizer="rouge155")
     with pytest.raises(ConfigError, match="goes with tokenizer rouge155"):

@@ -595,6 +595,10 @@ class Rouge155(Family):
     # the shared ROUGE options it reads (stemmer, multi_reference) or holds at the script's
     # values (tokenizer, case_sensitive, sentence_split)
     reads = ("tokenizer", "stemmer", "case_sensitive", "multi_reference", "sentence_split")
+    mixing_hints = {"tok": "ROUGE-1.5.5's metrics ({metrics}) tokenize as its Perl script: "
+                           "add --tokenizer rouge155 so that the other ROUGE metrics do too "
+                           "(with rougeLsum for rougeL: the script's ROUGE-L), or score them "
+                           "in two runs"}
     # rouge155: the script's flags, for the metrics and options they stand for
     presets = (Preset("rouge155", parse_rouge155_flags,
                       help="The ROUGE-1.5.5 Perl script's flags, quoted (e.g. \"-n 4 -w 1.2 -2 "
