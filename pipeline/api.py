@@ -1042,9 +1042,18 @@ def _compare_night(night: _Night, baseline: str, config: ScoreConfig,
                                      baseline, error=error)) from None
 
 
-def _draw_night(night: _Night, baseline: str, result: Any, *, plot: bool,
+def _draw_night(night: _Night, baseline: str, result: Any, *, plot: bool | None,
                 write_report: bool, log: Callable[[str], None]) -> None:
-    """Step 5 of :func:`nightly`: ``delta.png`` and ``report.html``; failures only logged."""
+    """Step 5 of :func:`nightly`: ``delta.png`` and ``report.html``; failures only logged.
+
+    ``plot`` None (not asked for either way): drawn when matplotlib is installed, skipped
+    without a word when it is not (the ``plots`` extra is optional, and a night is no place
+    for a warning nobody asked for).
+    """
+    if plot is None:
+        import importlib.util
+
+        plot = importlib.util.find_spec("matplotlib") is not None
     if plot:
         try:
             # on object storage: drawn here, then uploaded beside compare.json
@@ -1091,7 +1100,7 @@ def nightly(
     compare_options: dict[str, Any] | None = None,
     publish_options: dict[str, Any] | None = None,
     write_report: bool = False,
-    plot: bool = True,
+    plot: bool | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> NightlyRun:
     """One night of the nightly loop: score, publish, compare with history, report.
@@ -1120,7 +1129,9 @@ def nightly(
     4. Compare (:func:`compare` with the history of ROOT's earlier dates, never tonight's
        other attempts) into
        ``ROOT/compare/run_date=DATE/run_id=ID/`` (``compare.json``, ``compare.parquet``,
-       and ``delta.png`` unless ``plot`` is False; a plot that fails is only logged).
+       and ``delta.png``: with ``plot`` None when matplotlib is installed, with True
+       always, with False never; a plot that fails is only logged, and a missing
+       matplotlib only when ``plot`` is True).
     5. With ``write_report``, write ``report.html`` there (:func:`report`, reading that
        ``compare.json``); a failure is logged, the comparison stands.
 
@@ -1141,7 +1152,8 @@ def nightly(
         publish_options: keyword options of :func:`publish` (``delta``, ``iceberg``...), or
             None: not published.
         write_report: also write the HTML report.
-        plot: also draw ``delta.png``.
+        plot: draw ``delta.png``: None (default) when matplotlib (extra ``plots``) is
+            installed; True: always, a failure logged as a warning; False: never.
         log: called with each progress line (the CLI prints them on stderr).
 
     Returns:

@@ -167,11 +167,14 @@ Details, cron and Airflow: docs/nightly.md.""")
                    "(env PUBLISH_ARGS), e.g. \"--delta /data/warehouse --label model=m7\".")
 @click.option("--report/--no-report", "write_report", envvar="REPORT", default=False,
               help="Also write COMPARE_DIR/report.html (env REPORT=1).")
+@click.option("--plot/--no-plot", envvar="PLOT", default=None,
+              help="Draw COMPARE_DIR/delta.png (env PLOT=1 / PLOT=0).  [default: when "
+                   "matplotlib is installed; --plot without it: a warning]")
 @click.pass_context
 def nightly_command(ctx: click.Context, root: str, predictions: str, references: str | None,
                     run_date: str | None, run_id: str | None, baseline: str | None,
                     score_args: str, compare_args: str, publish_args: str,
-                    write_report: bool) -> None:
+                    write_report: bool, plot: bool | None) -> None:
     """Score tonight's run, compare it with the history.
 
     Scores PREDICTIONS (against REFERENCES) under ROOT. Layout under ROOT (any characters;
@@ -231,7 +234,7 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
         result = api.nightly(root, predictions, references, run_date=run_date, run_id=run_id,
                              config=config, baseline=baseline, compare_options=compare_options,
                              publish_options=publish_options, write_report=write_report,
-                             log=log)
+                             plot=plot, log=log)
     if result.error is not None and result.run_dir == "":
         click.echo(f"nightly: {safe(one_line(result.error))}", err=True)
     if result.comparison is not None:
