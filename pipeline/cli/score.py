@@ -470,8 +470,9 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
             if counts.get(note.key) and not note.loud]
     if counts.get("null_predictions"):
         n_null = counts["null_predictions"]
-        out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')}"
-                   " null and scored as empty texts (manifest.json counts.null_predictions)")
+        out.append(f"note: {_n(n_null, 'prediction was', 'predictions were')} null and "
+                   f"scored as {'an empty text' if n_null == 1 else 'empty texts'} "
+                   "(manifest.json counts.null_predictions)")
     skipped = {k: n for k, n in (counts.get("skipped") or {}).items() if n}
     if skipped:
         out.append(f"note: {_n(sum(skipped.values()), 'example', 'examples')} left out ("

@@ -21,7 +21,14 @@ def _score(tmp_path, ids, predictions):
 def test_a_null_prediction_is_noted(tmp_path):
     result = _score(tmp_path, ["a", "b", "c"], ["the cat sat", None, "a cat"])
     assert result.exit_code == 0, result.output
-    assert "note: 1 prediction was null and scored as empty texts" in result.output
+    assert ("note: 1 prediction was null and scored as an empty text (manifest.json "
+            "counts.null_predictions)") in result.output
+
+
+def test_null_predictions_are_noted_in_the_plural(tmp_path):
+    result = _score(tmp_path, ["a", "b", "c"], [None, None, "a cat"])
+    assert result.exit_code == 0, result.output
+    assert "note: 2 predictions were null and scored as empty texts" in result.output
 
 
 def test_one_duplicate_id_is_said_in_the_singular(tmp_path):
@@ -68,3 +75,16 @@ def test_a_family_data_note_of_one_is_in_the_singular():
         "2 texts have several sentences")
     assert notes["zero_token_texts"].text(1, {"tokenizer": "default"}).startswith(
         "1 non-empty text produced no token with tokenizer default")
+
+
+def test_mixing_rouge_with_rouge155_metrics_says_what_to_do():
+    result = CliRunner().invoke(main, ["signature", "--metrics", "rouge1,rougeL,rougeSU4"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: rouge1, rougeL and rougeSU4 "), lines
+    assert "ROUGE-1.5.5's metrics (rougeSU4)" in lines[0]
+    assert "add --tokenizer rouge155" in lines[0] and "two runs" in lines[0]
+    done = CliRunner().invoke(main, ["signature", "--metrics", "rouge1,rougeLsum,rougeSU4",
+                                     "--tokenizer", "rouge155"])
+    assert done.exit_code == 0, done.output
+    assert "|tok:rouge155|" in done.stdout
