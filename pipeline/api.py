@@ -1235,6 +1235,7 @@ def publish(
         SchemaChangeError: a column whose type differs from the table's (an InputError).
         RunConflictError: a table holds the run id with other rows (an InputError).
         MissingExtraError: the package of a format is not installed (a ConfigError: exit 2).
+        OutputExistsError: ``delta`` is (or is inside) a complete score run's directory.
         ExecutionError: catalog or storage failures.
 
     """
@@ -1248,6 +1249,10 @@ def publish(
         from pipeline.warehouse.iceberg import parse_namespace
 
         parse_namespace(namespace)
+    if delta is not None:  # never tables inside a score run's directory
+        from pipeline.io.write import check_output_place
+
+        check_output_place(delta, may_be_link=True)
     if is_comparison(run_dir):
         run = load_comparison(run_dir, labels=labels, run_date=run_date)
     else:

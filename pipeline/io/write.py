@@ -636,7 +636,8 @@ def _is_score_run(fs: pafs.FileSystem, path: str) -> bool:
         return False
 
 
-def check_output_place(output: str, *, may_be_run: bool = False) -> None:
+def check_output_place(output: str, *, may_be_run: bool = False,
+                       may_be_link: bool = False) -> None:
     """Refuse, before any work, an output that is a symlink or lies in a score run.
 
     A complete ``overlap score`` run's directory holds exactly the files its manifest names:
@@ -649,6 +650,8 @@ def check_output_place(output: str, *, may_be_run: bool = False) -> None:
         output: the output (a directory, or the report's file; path or URI).
         may_be_run: accept an output that is itself a complete run (``overlap score
             --overwrite`` replaces it whole); one inside a run is refused all the same.
+        may_be_link: accept a symbolic link (``publish --delta``, which appends to the
+            tables it points to and never replaces the link).
 
     Raises:
         OutputExistsError: ``output`` is a symbolic link on the local filesystem, or is (or
@@ -658,7 +661,7 @@ def check_output_place(output: str, *, may_be_run: bool = False) -> None:
     shown = output.rstrip("/") or output
     loc = locate(shown)
     local = isinstance(loc.fs, pafs.LocalFileSystem)
-    if local and os.path.islink(loc.path.rstrip("/") or loc.path):
+    if local and not may_be_link and os.path.islink(loc.path.rstrip("/") or loc.path):
         raise OutputExistsError(f"output {shown} is a symbolic link; refusing to replace it",
                                 hint="pass the real path, e.g. --output "
                                      f"{os.path.realpath(loc.path)}")

@@ -330,6 +330,7 @@ def test_no_command_writes_into_a_complete_score_run(tmp_path):
         "agree into the run": ["agree", str(run), "--judgments", str(judgments),
                                "--output", str(run)],
         "score below the run": ["score", str(pred), "--output", str(run / "sub"), *FAST],
+        "publish below the run": ["publish", str(run), "--delta", str(run / "tables")],
     }
     for what, args in attempts.items():
         result = runner.invoke(main, args)
