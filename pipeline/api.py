@@ -336,8 +336,9 @@ def score(
             skips them, duplicate ids, texts over ``max_tokens`` with
             ``on_long_text="error"``, no example left to score.
         OutputExistsError: a complete output exists and ``overwrite`` is False; the output
-            holds anything else than a complete overlap output; another run holds the
-            output's lock; a staged file of another run.
+            holds anything else than a complete overlap output; the output is a symbolic
+            link, or inside a complete run's directory (both refused before any work);
+            another run holds the output's lock; a staged file of another run.
         ExecutionError: Ray or the storage failed.
 
     """
@@ -347,7 +348,7 @@ def score(
     from pipeline.engine.run import choose_engine
     from pipeline.engine.session import score_on_engine
     from pipeline.io.manifest import write_run
-    from pipeline.io.write import OutputDir, check_apart
+    from pipeline.io.write import OutputDir, check_apart, check_output_place
 
     cfg = config or ScoreConfig()
     _use_storage(cfg)
@@ -355,6 +356,7 @@ def score(
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     check_apart(output, {"predictions": predictions, "references": references})
+    check_output_place(output, may_be_run=True)
     _check_cluster_paths(cfg, {"--output": output, "PREDICTIONS": predictions,
                                "--references": references})
     plan = make_plan(predictions, references, cfg)
@@ -519,6 +521,9 @@ def compare(
     Raises:
         ConfigError: bad settings.
         InputError: incomplete or unreadable runs or history.
+        OutputExistsError: ``output`` is in the way (a file, a symlink, a score run's
+            directory or one inside it, comparison files compare did not write), refused
+            before any work.
         ExecutionError: the output cannot be written.
         SignatureMismatchError: runs scored differently for a compared measure.
         ExecutionError: the engine failed (Ray could not start, a lost worker).
@@ -533,6 +538,10 @@ def compare(
     settings = ScoreConfig(engine=engine, address=address, num_cpus=num_cpus,
                            allow_local_paths=allow_local_paths)
     _use_storage(settings)
+    if output is not None:  # refused before any work, as write_comparison would refuse it
+        from pipeline.io.runs import check_comparison_output
+
+        check_comparison_output(output)
     where, _ = choose_engine(settings)
     cluster = where == "ray" and settings.resolved_address() is not None
     if cluster:  # (the default scratch is beside the output or the candidate: checked)
@@ -1238,6 +1247,7 @@ def publish(
         SchemaChangeError: a column whose type differs from the table's (an InputError).
         RunConflictError: a table holds the run id with other rows (an InputError).
         MissingExtraError: the package of a format is not installed (a ConfigError: exit 2).
+        OutputExistsError: ``delta`` is (or is inside) a complete score run's directory.
         ExecutionError: catalog or storage failures.
 
     """
@@ -1251,6 +1261,10 @@ def publish(
         from pipeline.warehouse.iceberg import parse_namespace
 
         parse_namespace(namespace)
+    if delta is not None:  # never tables inside a score run's directory
+        from pipeline.io.write import check_output_place
+
+        check_output_place(delta, may_be_link=True)
     if is_comparison(run_dir):
         run = load_comparison(run_dir, labels=labels, run_date=run_date)
     else:

@@ -55,8 +55,9 @@ def check_plot_output(path: str) -> None:
         path: the PNG file to write (local path).
 
     Raises:
-        OutputExistsError: ``path`` is a symlink, a directory, or an existing file that is
-            not a plot drawn by this package (exit 3; nothing is written).
+        OutputExistsError: ``path`` is a symlink, a directory, a file inside a complete
+            overlap score run's directory, or an existing file that is not a plot drawn by
+            this package (exit 3; nothing is written).
 
     """
     from pipeline.errors import OutputExistsError
@@ -67,6 +68,9 @@ def check_plot_output(path: str) -> None:
     if os.path.isdir(path):
         raise OutputExistsError(f"plot {path} is a directory; refusing to replace it",
                                 hint="name a file, e.g. --plot delta.png")
+    from pipeline.io.write import check_output_place
+
+    check_output_place(path)  # never a file inside a score run's directory
     if not os.path.exists(path):
         return  # a missing directory fails the drawing only (a warning: the verdict stands)
     try:

@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 from pipeline.errors import ExecutionError, InputError, OutputExistsError
 from pipeline.io.files import Location, locate
 from pipeline.io.read import input_format, read_text_file
-from pipeline.io.write import write_bytes, write_parquet
+from pipeline.io.write import check_output_place, write_bytes, write_parquet
 
 PARQUET_NAME = "agreement.parquet"
 JSON_NAME = "agreement.json"
@@ -80,11 +80,14 @@ def check_output(output: str, *, overwrite: bool) -> Location:
         The folder's location.
 
     Raises:
-        OutputExistsError: ``output`` is a file; an ``agreement.*`` file exists without
-            ``overwrite``, or one that ``overlap agree`` did not write.
+        OutputExistsError: ``output`` is a file, a symbolic link, or is (or is inside) a
+            complete overlap score run's directory (:func:`check_output_place`); an
+            ``agreement.*`` file exists without ``overwrite``, or one that ``overlap agree``
+            did not write.
 
     """
     loc = locate(output)
+    check_output_place(output)
     try:
         info = loc.fs.get_file_info([loc.path, loc.child(JSON_NAME).path,
                                      loc.child(PARQUET_NAME).path])

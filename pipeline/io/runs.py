@@ -660,17 +660,21 @@ def check_comparison_output(output_dir: str) -> None:
         output_dir: the directory (local path or URI).
 
     Raises:
-        OutputExistsError: ``output_dir`` is a file or a symlink, or holds a
+        OutputExistsError: ``output_dir`` is a file or a symlink, is (or is inside) a
+            complete overlap score run's directory, or holds a
             ``compare.json``/``compare.parquet`` that compare did not write (exit 3).
         InputError: the storage cannot be read.
 
     """
+    from pipeline.io.write import check_output_place
+
     fs, root = filesystem(output_dir)
     shown = output_dir.rstrip("/") or output_dir
     if isinstance(fs, pafs.LocalFileSystem) and os.path.islink(root.rstrip("/")):
         raise OutputExistsError(f"output {shown} is a symlink; refusing to write through it",
                                 hint="name the directory itself, or another --output")
     try:
+        check_output_place(output_dir)
         info = fs.get_file_info(root)
         if info.type == pafs.FileType.NotFound:
             return

@@ -22,6 +22,7 @@ reuses it. Layout::
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import os
 import posixpath
@@ -191,13 +192,15 @@ def check_report_output(loc: Location, *, output: str) -> None:
     """Refuse, before any work, a report output that :func:`write_report_file` would refuse.
 
     Raises:
-        OutputExistsError: see :func:`write_report_file`.
+        OutputExistsError: see :func:`write_report_file`; also a file inside a complete
+            overlap score run's directory (:func:`check_output_place`).
         ExecutionError: the storage cannot be read.
 
     """
     try:
         _check_report_destination(loc, output=output,
                                   local=isinstance(loc.fs, pafs.LocalFileSystem))
+        check_output_place(output)
     except OSError as e:
         raise ExecutionError(f"cannot read {loc.uri}: {e}") from None
 
@@ -608,16 +611,90 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _is_score_run(fs: pafs.FileSystem, path: str) -> bool:
+    """True when ``path`` is a complete ``overlap score`` run's directory.
+
+    That is a ``manifest.json`` naming a run id and its outputs, and a ``_SUCCESS`` holding
+    that run id (as :meth:`OutputDir._complete_run` and ``open_run`` decide it); a
+    directory that is not readable counts as no run.
+    """
+    loc = Location(fs, path, path)
+    try:
+        info = fs.get_file_info([loc.child(SUCCESS_FILE).path, loc.child(MANIFEST_FILE).path])
+    except OSError:
+        return False
+    if any(i.type != pafs.FileType.File for i in info):
+        return False
+    manifest = read_json(loc.child(MANIFEST_FILE))
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("run_id"), str) \
+            or not isinstance(manifest.get("outputs"), dict):
+        return False
+    try:
+        with fs.open_input_stream(loc.child(SUCCESS_FILE).path) as fh:
+            return bool(fh.read(4096).decode("utf-8", "replace").strip() == manifest["run_id"])
+    except OSError:
+        return False
+
+
+def check_output_place(output: str, *, may_be_run: bool = False,
+                       may_be_link: bool = False) -> None:
+    """Refuse, before any work, an output that is a symlink or lies in a score run.
+
+    A complete ``overlap score`` run's directory holds exactly the files its manifest names:
+    anything written into it (a comparison, a report, agreement files, another run) makes it
+    a directory that ``overlap score --overwrite`` refuses to replace and that
+    ``open_run`` rejects. A symbolic link as the output (the last part of a local path)
+    would be replaced by a directory, or written through to wherever it points.
+
+    Args:
+        output: the output (a directory, or the report's file; path or URI).
+        may_be_run: accept an output that is itself a complete run (``overlap score
+            --overwrite`` replaces it whole); one inside a run is refused all the same.
+        may_be_link: accept a symbolic link (``publish --delta``, which appends to the
+            tables it points to and never replaces the link).
+
+    Raises:
+        OutputExistsError: ``output`` is a symbolic link on the local filesystem, or is (or
+            is inside) a complete overlap score run's directory (exit 3; nothing written).
+
+    """
+    shown = output.rstrip("/") or output
+    loc = locate(shown)
+    local = isinstance(loc.fs, pafs.LocalFileSystem)
+    if local and not may_be_link and os.path.islink(loc.path.rstrip("/") or loc.path):
+        raise OutputExistsError(f"output {shown} is a symbolic link; refusing to replace it",
+                                hint="pass the real path, e.g. --output "
+                                     f"{os.path.realpath(loc.path)}")
+    path = os.path.realpath(loc.path) if local else loc.path.rstrip("/")
+    first = True
+    while path and path not in ("/", "."):
+        if not (first and may_be_run) and _is_score_run(loc.fs, path):
+            where = "is" if first else "is inside"
+            raise OutputExistsError(
+                f"output {shown} {where} the overlap score run {path}, whose directory holds "
+                "only the files its manifest names; refusing to write there",
+                hint="write the output beside the run, e.g. in a new directory")
+        first = False
+        parent = posixpath.dirname(path)
+        if parent == path or (not local and "/" not in path):
+            break
+        path = parent
+
+
 def check_apart(output: str, inputs: dict[str, str | None]) -> None:
     """Refuse an output inside an input, or an input inside the output, before any work.
 
     An output inside an input directory would be read back as input by every later run on
-    it; an input inside the output would be replaced by the run it feeds.
+    it; an input inside the output would be replaced by the run it feeds. A glob input
+    conflicts with the output only when a file the output holds (``examples/part-*.parquet``,
+    ``aggregate.parquet``, ``manifest.json``, ``_SUCCESS``, or any file already there) matches
+    the pattern as :func:`pipeline.io.files.list_parquet_files` expands it (``fnmatchcase``
+    on the path below the glob's directory part, where ``*`` also matches ``/``).
 
     Args:
         output: the output directory (path or URI).
         inputs: ``{"predictions": path, "references": path or None}``: a file, directory
-            or glob (its directory part is what counts).
+            or glob.
 
     Raises:
         ConfigError: the output and an input overlap.
@@ -636,7 +713,10 @@ def check_apart(output: str, inputs: dict[str, str | None]) -> None:
             a, b = os.path.realpath(out.path), os.path.realpath(root.path)
         else:
             a, b = out.uri.rstrip("/"), root.uri.rstrip("/")
-        if _within(a, b) and (glob_at is not None or _exists(root) == pafs.FileType.Directory):
+        inside = _within(a, b) and (
+            _glob_reaches(out, a[len(b):].lstrip("/"), "/".join(parts[glob_at:]))
+            if glob_at is not None else _exists(root) == pafs.FileType.Directory)
+        if inside:
             raise ConfigError(f"output {output} is inside the {what} input {given}: later "
                               f"runs on {given} would read it as {what}",
                               hint="write the output elsewhere")
@@ -645,12 +725,33 @@ def check_apart(output: str, inputs: dict[str, str | None]) -> None:
                               "which the run replaces", hint="write the output elsewhere")
 
 
+# Files every score run writes, as candidates for a glob input to match (part-* stands for all).
+_RUN_FILES = (f"{EXAMPLES_DIR}/part-00000.parquet", AGGREGATE_FILE, MANIFEST_FILE, SUCCESS_FILE)
+
+
+def _glob_reaches(out: Location, rel: str, pattern: str) -> bool:
+    """True when ``pattern`` (relative to the glob's base) matches a file of the output.
+
+    ``rel`` is the output's path below the base. The candidates are the files every run
+    writes and the files already under the output.
+    """
+    names = list(_RUN_FILES)
+    with contextlib.suppress(OSError):
+        names += [posixpath.relpath(e.path, out.path.rstrip("/"))
+                  for e in out.fs.get_file_info(pafs.FileSelector(out.path, recursive=True,
+                                                                   allow_not_found=True))
+                  if e.type == pafs.FileType.File]
+    prefix = f"{rel}/" if rel else ""
+    return any(fnmatch.fnmatchcase(prefix + name, pattern) for name in names)
+
+
 def _sibling_uri(uri: str, name: str) -> str:
     base = uri.rstrip("/")
     return base.rsplit("/", 1)[0] + "/" + name if "/" in base else name
 
 
 __all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "REPORT_MARK",
-           "STATE_FILE", "SUCCESS_FILE", "OutputDir", "check_apart", "check_report_output",
+           "STATE_FILE", "SUCCESS_FILE", "OutputDir", "check_apart", "check_output_place",
+           "check_report_output",
            "checksum", "read_json", "write_json", "write_parquet", "write_report_file",
            "write_text"]

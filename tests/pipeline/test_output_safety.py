@@ -307,3 +307,101 @@ def test_a_staging_directory_that_cannot_be_made_releases_the_lock(tmp_path):
     again = OutputDir(str(tmp_path / "out"), overwrite=False, key="k")
     assert not again.prepare(run_id="r1")
     again.release()
+
+
+def _complete_run(tmp_path: Path) -> tuple[Path, Path]:
+    pred = _inputs(tmp_path / "in")
+    run = tmp_path / "runs" / "realsumm"
+    assert _score(pred, run).exit_code == 0
+    return pred, run
+
+
+def test_no_command_writes_into_a_complete_score_run(tmp_path):
+    pred, run = _complete_run(tmp_path)
+    before = _snapshot(run)
+    judgments = tmp_path / "j.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "system": ["s", "s"], "input": ["a", "b"],
+                             "human": [1.0, 2.0]}), judgments)
+    runner = CliRunner()
+    attempts = {
+        "compare into the run": ["compare", str(run), str(run), "--output", str(run)],
+        "compare below the run": ["compare", str(run), str(run), "--output", str(run / "c")],
+        "report into the run": ["report", str(run), "--output", str(run / "report.html")],
+        "agree into the run": ["agree", str(run), "--judgments", str(judgments),
+                               "--output", str(run)],
+        "score below the run": ["score", str(pred), "--output", str(run / "sub"), *FAST],
+        "publish below the run": ["publish", str(run), "--delta", str(run / "tables")],
+    }
+    for what, args in attempts.items():
+        result = runner.invoke(main, args)
+        _one_line_exit(result, 3, f"the overlap score run {os.path.realpath(run)}")
+        assert _snapshot(run) == before, what
+        assert sorted(p.name for p in run.parent.iterdir()) == ["realsumm"], what
+    # The run stays one that --overwrite replaces.
+    assert _score(pred, run, "--overwrite").exit_code == 0
+
+
+def test_a_comparison_beside_a_run_is_still_written(tmp_path):
+    _, run = _complete_run(tmp_path)
+    result = CliRunner().invoke(main, ["compare", str(run), str(run), "--output",
+                                       str(tmp_path / "runs" / "cmp")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "runs" / "cmp" / "compare.json").is_file()
+
+
+def test_a_dangling_symlink_output_is_refused_before_any_work(tmp_path):
+    pred = _inputs(tmp_path / "in")
+    link = tmp_path / "linkout"
+    link.symlink_to(tmp_path / "nonexistent")
+    _one_line_exit(_score(pred, link), 3, f"output {link} is a symbolic link; refusing to "
+                   "replace it", "pass the real path")
+    assert link.is_symlink() and os.readlink(link) == str(tmp_path / "nonexistent")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "linkout"]  # nothing staged
+
+
+def test_a_symlink_to_an_empty_directory_is_not_replaced(tmp_path):
+    pred = _inputs(tmp_path / "in")
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / "linkout"
+    link.symlink_to(target)
+    _one_line_exit(_score(pred, link, "--overwrite"), 3, "is a symbolic link")
+    assert link.is_symlink() and list(target.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "linkout", "target"]
+
+
+def test_agree_refuses_a_symlink_output(tmp_path):
+    _, run = _complete_run(tmp_path)
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / "agreeout"
+    link.symlink_to(target)
+    result = CliRunner().invoke(main, ["agree", str(run), "--judgments",
+                                       str(tmp_path / "j.parquet"), "--output", str(link)])
+    _one_line_exit(result, 3, "is a symbolic link")
+    assert link.is_symlink() and list(target.iterdir()) == []
+
+
+def _glob_inputs(tmp_path: Path) -> None:
+    for shard, ids in (("preds1.parquet", ["a", "b"]), ("preds2.parquet", ["c", "d"])):
+        pq.write_table(pa.table({"id": ids, "prediction": ["the cat", "a dog"],
+                                 "references": [["the cat sat"], ["a dog barked"]]}),
+                       tmp_path / shard)
+
+
+def test_a_glob_input_conflicts_only_with_an_output_it_could_match(tmp_path):
+    _glob_inputs(tmp_path)
+    result = _score("preds*.parquet", "runs/globtest", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "runs" / "globtest" / "_SUCCESS").is_file()
+    # preds_out/aggregate.parquet would match preds*.parquet: a real conflict.
+    _one_line_exit(_score("preds*.parquet", "preds_out", cwd=tmp_path), 2,
+                   "output preds_out is inside the predictions input preds*.parquet")
+    assert not (tmp_path / "preds_out").exists()
+
+
+def test_a_glob_without_a_match_says_so(tmp_path):
+    _glob_inputs(tmp_path)
+    _one_line_exit(_score("nomatch*.parquet", "runs/globtest", cwd=tmp_path), 2,
+                   "no file matches nomatch*.parquet")
+    assert not (tmp_path / "runs").exists()
