@@ -691,7 +691,7 @@ def lcs_lanes_unigrams(tokens, line_offsets, ref_lines, pred_lines, b_len, loc, 
             rows[2 * i + 3] = l_hi
         off = a_start - r_start
         _walk_lanes2(tokens, a_start, a_len, line_offsets, pred_lines[0], pred_lines[1],
-                     p_start, rows, mark[off:off + a_len])
+                     p_start, rows, l_lo, l_hi, mark[off:off + a_len])
     for k in range(n_local):
         used[k] = 0
     for q in range(n_keys):
@@ -738,19 +738,18 @@ def union_lcs_marks_lanes2(tokens, a_start, a_len, line_offsets, first_line, las
         rows[2 * i + 2] = lo
         rows[2 * i + 3] = hi
     _walk_lanes2(tokens, a_start, a_len, line_offsets, first_line, last_line, p_start, rows,
-                 mark)
+                 lo, hi, mark)
 
 
 @njit(cache=True, nogil=True)
 def _walk_lanes2(tokens, a_start, a_len, line_offsets, first_line, last_line, p_start, rows,
-                 mark):
+                 lo, hi, mark):
     """rouge-score's walk back in each prediction line's lane of two-word bit rows.
 
     ``rows[2 * i], rows[2 * i + 1]`` is the lanes' row after ``i`` reference tokens
-    (:func:`union_lcs_marks_lanes2`'s forward pass); the marks go into ``mark``.
+    (:func:`union_lcs_marks_lanes2`'s forward pass), ``(lo, hi)`` the last of them; the
+    marks go into ``mark``.
     """
-    lo = rows[2 * a_len]
-    hi = rows[2 * a_len + 1]
     for pl in range(first_line, last_line):
         b_start = line_offsets[pl]
         b_len = line_offsets[pl + 1] - b_start
