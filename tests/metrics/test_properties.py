@@ -190,6 +190,25 @@ def test_rouge1_and_rouge2_taken_in_rougel_pass_match_the_reference(pred_ids, re
             assert got == reference_rouge.statistics(p, r, m), m
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 12), max_size=70), min_size=1, max_size=4),
+       st.lists(st.lists(st.integers(0, 12), max_size=70), min_size=1, max_size=4),
+       st.sampled_from([("rougeL", "rougeLsum"), ("rougeLsum", "rouge2", "rougeL", "rouge1"),
+                        ("rouge1", "rougeLsum", "rougeL")]))
+def test_rougelsum_taken_in_rougel_pass_matches_the_reference(pred_lines, ref_lines, metrics):
+    """rougeLsum asked with rougeL (its lanes in rougeL's pass over the reference for
+    predictions of up to 128 tokens, with rouge1's and rouge2's counts) against the plain
+    reference, several lines of 0-70 tokens, empty lines among them."""
+    pred = "\n".join(" ".join(f"w{t}" for t in line) for line in pred_lines)
+    ref = "\n".join(" ".join(f"w{t}" for t in line) for line in ref_lines)
+    table = Scorer(metrics=metrics).score_batch([pred, ref], [[ref], [pred]]).table
+    for i, (p, r) in enumerate(((pred, ref), (ref, pred))):
+        for m in metrics:
+            got = tuple(table.column(f"{m}_{k}")[i].as_py()
+                        for k in ("matches", "prediction_units", "reference_units"))
+            assert got == reference_rouge.statistics(p, r, m), m
+
+
 @settings(max_examples=200, deadline=None)
 @given(token_ids, token_ids)
 def test_compiled_lcs_invariants(a, b):

@@ -15,6 +15,7 @@ from pipeline.metrics.rouge.lcs import (
     build_long_masks,
     build_masks,
     clear_masks,
+    lcs_lanes_unigrams,
     lcs_length_bits,
     lcs_length_bits2,
     lcs_length_long,
@@ -267,14 +268,17 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
     masked_start = 0
     masked_len = 0
     masked_rows = 0
-    # rouge1 or rouge2 asked with rougeL: for a prediction of at most 128 tokens, their
-    # matches come from rougeL's pass over the reference (lcs_length_unigrams)
+    # rouge1, rouge2 or rougeLsum asked with rougeL: for a prediction of at most 128 tokens,
+    # rouge1's and rouge2's matches come from rougeL's pass over the reference
+    # (lcs_length_unigrams), and so do rougeLsum's lanes (lcs_lanes_unigrams)
     need_1 = False
     need_2 = False
     for k in range(n_metrics):
         need_1 = need_1 or orders[k] == 1
         need_2 = need_2 or orders[k] == 2
-    fuse = (need_1 or need_2) and need_l
+    fuse = (need_1 or need_2 or need_lsum) and need_l
+    # rougeLsum's lanes in the same pass too (lcs_lanes_unigrams) when every line fits `rows`
+    lanes = need_lsum and 2 * (max_line + 1) <= rows.shape[0]
     seen = np.zeros(masks.shape[0] if fuse else 1, dtype=np.int32)  # lcs_length_unigrams'
     bi_cnt = np.zeros(128 * 128 if fuse and need_2 else 1, dtype=np.int32)
     bi_keys = np.zeros(max_len if fuse and need_2 else 1, dtype=np.int64)
@@ -284,6 +288,7 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
         p_start, p_len = _text_span(line_offsets, text_line_offsets, pred)
         r_start, r_len = _text_span(line_offsets, text_line_offsets, ref)
         lcs_len = -1  # the pair's LCS length once rougeL has computed it
+        lsum_hits = -1  # rougeLsum's hits when taken in rougeL's pass
         fused = fuse and 0 < p_len <= 128 and min(p_len, vocab_size) <= masks.shape[0] \
             and (p_len + 63) >> 6 <= masks.shape[1]
         if fused:
@@ -292,9 +297,20 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                     clear_masks(tokens, masked_start, masked_len, loc)
                 masked_rows = build_masks(tokens, p_start, p_len, loc, masks)
                 masked, masked_start, masked_len = pred, p_start, p_len
-            fused_l, fused_1, fused_2 = lcs_length_unigrams(
-                tokens, r_start, r_len, p_len, loc, masks, masked_rows, seen, need_2, bi_cnt,
-                bi_keys)
+            if lanes and not (_one_line(line_offsets, text_line_offsets, pred)
+                              and _one_line(line_offsets, text_line_offsets, ref)):
+                for q in range(r_len):
+                    mark[q] = False
+                fused_l, fused_1, fused_2 = lcs_lanes_unigrams(
+                    tokens, line_offsets, (text_line_offsets[ref], text_line_offsets[ref + 1]),
+                    (text_line_offsets[pred], text_line_offsets[pred + 1]), p_len, loc, masks,
+                    masked_rows, seen, need_2, bi_cnt, bi_keys, rows, mark)
+                lsum_hits = _clipped_hits(tokens, p_start, p_len, r_start, r_len, cnt_pred,
+                                          mark)
+            else:
+                fused_l, fused_1, fused_2 = lcs_length_unigrams(
+                    tokens, r_start, r_len, p_len, loc, masks, masked_rows, seen, need_2,
+                    bi_cnt, bi_keys)
         for k in range(n_metrics):
             code = orders[k]
             if code == 1 and fused:
@@ -334,6 +350,8 @@ def score_pairs(tokens, line_offsets, text_line_offsets, pair_pred, pair_ref, or
                     out[p, k, 0] = lcs_length_long(tokens, r_start, r_len, p_len, loc,
                                                    long_masks)
                     clear_masks(tokens, p_start, p_len, loc)
+            elif lsum_hits >= 0:
+                out[p, k, 0] = lsum_hits
             elif lcs_len >= 0 and _one_line(line_offsets, text_line_offsets, pred) \
                     and _one_line(line_offsets, text_line_offsets, ref):
                 # one line each: the union LCS is the LCS, never clipped (see
