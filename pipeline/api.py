@@ -538,10 +538,6 @@ def compare(
     settings = ScoreConfig(engine=engine, address=address, num_cpus=num_cpus,
                            allow_local_paths=allow_local_paths)
     _use_storage(settings)
-    if output is not None:  # refused before any work, as write_comparison would refuse it
-        from pipeline.io.runs import check_comparison_output
-
-        check_comparison_output(output)
     where, _ = choose_engine(settings)
     cluster = where == "ray" and settings.resolved_address() is not None
     if cluster:  # (the default scratch is beside the output or the candidate: checked)
@@ -552,6 +548,12 @@ def compare(
                                         else None,
                                         "--output": output, "--scratch": scratch})
         scratch = scratch or scratch_base(output, candidate_dir)
+    if output is not None:  # refused before any work, as write_comparison would refuse it
+        # (after the cluster's checks: a local path or an unreachable address is told first,
+        # before the output's storage is asked anything)
+        from pipeline.io.runs import check_comparison_output
+
+        check_comparison_output(output)
     given: dict[str, Any] = {
         "band": band, "confidence": confidence, "n_bootstrap": n_bootstrap, "seed": seed,
         "top": top, "max_missing": max_missing, "adjust": adjust,
