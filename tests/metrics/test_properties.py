@@ -180,14 +180,8 @@ def test_rouge1_and_rouge2_taken_in_rougel_pass_match_the_reference(pred_ids, re
                                                                       metrics):
     """rouge1 and rouge2 asked with rougeL (one pass over the reference for predictions of
     up to 128 tokens, separate passes above) against the plain reference, 0-200 tokens."""
-    pred = " ".join(f"w{t}" for t in pred_ids)
-    ref = " ".join(f"w{t}" for t in ref_ids)
-    table = Scorer(metrics=metrics).score_batch([pred, ref], [[ref], [pred]]).table
-    for i, (p, r) in enumerate(((pred, ref), (ref, pred))):
-        for m in metrics:
-            got = tuple(table.column(f"{m}_{k}")[i].as_py()
-                        for k in ("matches", "prediction_units", "reference_units"))
-            assert got == reference_rouge.statistics(p, r, m), m
+    _assert_statistics_equal_the_reference(" ".join(f"w{t}" for t in pred_ids),
+                                           " ".join(f"w{t}" for t in ref_ids), metrics)
 
 
 @settings(max_examples=60, deadline=None)
@@ -199,8 +193,13 @@ def test_rougelsum_taken_in_rougel_pass_matches_the_reference(pred_lines, ref_li
     """rougeLsum asked with rougeL (its lanes in rougeL's pass over the reference for
     predictions of up to 128 tokens, with rouge1's and rouge2's counts) against the plain
     reference, several lines of 0-70 tokens, empty lines among them."""
-    pred = "\n".join(" ".join(f"w{t}" for t in line) for line in pred_lines)
-    ref = "\n".join(" ".join(f"w{t}" for t in line) for line in ref_lines)
+    _assert_statistics_equal_the_reference(
+        "\n".join(" ".join(f"w{t}" for t in line) for line in pred_lines),
+        "\n".join(" ".join(f"w{t}" for t in line) for line in ref_lines), metrics)
+
+
+def _assert_statistics_equal_the_reference(pred, ref, metrics):
+    """Both ways round, each metric's statistics from the scorer equal the plain reference's."""
     table = Scorer(metrics=metrics).score_batch([pred, ref], [[ref], [pred]]).table
     for i, (p, r) in enumerate(((pred, ref), (ref, pred))):
         for m in metrics:

@@ -102,6 +102,19 @@ def test_fixed_texts_equal_the_oracle(language, text, nltk_tmp):
         assert ours.tokenize_xlsum_line(text) == oracle_xlsum_line_tokens(oracle, text)
 
 
+def _assert_scores_equal_the_oracle(scorer, oracle, metrics, pairs):
+    """Each (prediction, reference) pair's P/R/F from ``scorer`` equal the oracle's score."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = scorer.score_batch([p for p, _ in pairs],
+                                   [[r] for _, r in pairs]).table.to_pydict()
+        for i, (pred, ref) in enumerate(pairs):
+            want = oracle.score(ref, pred)
+            for m in metrics:
+                got = tuple(table[f"{m}_{x}"][i] for x in ("precision", "recall", "fmeasure"))
+                assert got == tuple(want[m]), (m, pred, ref)
+
+
 @pytest.mark.parametrize(("language", "alphabet"),
                          [CASES[0], CASES[1], CASES[2], CASES[3]],
                          ids=["burmese", "hindi", "bengali", "chinese"])
@@ -115,16 +128,7 @@ def test_scores_equal_the_oracle(language, alphabet, nltk_tmp):
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(st.lists(st.tuples(texts(alphabet), texts(alphabet)), min_size=1, max_size=5))
     def check(pairs):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            table = scorer.score_batch([p for p, _ in pairs],
-                                       [[r] for _, r in pairs]).table.to_pydict()
-            for i, (pred, ref) in enumerate(pairs):
-                want = oracle.score(ref, pred)
-                for m in metrics:
-                    got = tuple(table[f"{m}_{x}"][i] for x in ("precision", "recall",
-                                                                 "fmeasure"))
-                    assert got == tuple(want[m]), (m, pred, ref)
+        _assert_scores_equal_the_oracle(scorer, oracle, metrics, pairs)
 
     check()
 
@@ -174,15 +178,7 @@ def test_ids_renumbered_between_batches_only(monkeypatch, nltk_tmp):
     ]
 
     def check(pairs):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            table = scorer.score_batch([p for p, _ in pairs],
-                                       [[r] for _, r in pairs]).table.to_pydict()
-        for i, (pred, ref) in enumerate(pairs):
-            want = oracle.score(ref, pred)
-            for m in metrics:
-                got = tuple(table[f"{m}_{x}"][i] for x in ("precision", "recall", "fmeasure"))
-                assert got == tuple(want[m]), (m, pred, ref)
+        _assert_scores_equal_the_oracle(scorer, oracle, metrics, pairs)
 
     for pairs in batches:
         check(pairs)
