@@ -208,6 +208,27 @@ def _grow_ids(ids):
 
 
 @njit(cache=True, nogil=True)
+def _tokenize_all(buf, text_offsets, first_text, table, state, slots, arena, vocab_offsets,
+                  ids, line_offsets, text_line_offsets):
+    """:func:`_tokenize_into` until one buffer's texts are done, growing what fills up.
+
+    Returns the arrays it may have replaced: ``(slots, arena, vocab_offsets, ids,
+    line_offsets)``.
+    """
+    while True:
+        more = _tokenize_into(buf, text_offsets, first_text, table, state, slots, arena,
+                              vocab_offsets, ids, line_offsets, text_line_offsets)
+        if more == 0:
+            return slots, arena, vocab_offsets, ids, line_offsets
+        if more == 1:
+            slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
+        elif more == 2:
+            line_offsets = _grow_lines(line_offsets)
+        else:
+            ids = _grow_ids(ids)
+
+
+@njit(cache=True, nogil=True)
 def tokenize_bytes(buf, text_offsets, table):
     """Split texts into lines and tokens and give each distinct token an id.
 
@@ -274,31 +295,15 @@ def _tokenize_buffers(buf_a, text_offsets_a, buf_b, text_offsets_b, table):
     vocab_offsets = np.zeros(1 << 11, dtype=np.int64)
     state = np.zeros(6, dtype=np.int64)
     state[1] = -1
-    while True:
-        more = _tokenize_into(buf_a, text_offsets_a, 0, table, state, slots, arena,
-                              vocab_offsets, ids, line_offsets, text_line_offsets)
-        if more == 0:
-            break
-        if more == 1:
-            slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
-        elif more == 2:
-            line_offsets = _grow_lines(line_offsets)
-        else:
-            ids = _grow_ids(ids)
+    slots, arena, vocab_offsets, ids, line_offsets = _tokenize_all(
+        buf_a, text_offsets_a, 0, table, state, slots, arena, vocab_offsets, ids,
+        line_offsets, text_line_offsets)
     # the second buffer from its first text on, the lines, tokens and ids counted on
     state[0] = 0
     state[1] = -1
-    while True:
-        more = _tokenize_into(buf_b, text_offsets_b, n_a, table, state, slots, arena,
-                              vocab_offsets, ids, line_offsets, text_line_offsets)
-        if more == 0:
-            break
-        if more == 1:
-            slots, arena, vocab_offsets = _grow(slots, arena, vocab_offsets, state[4])
-        elif more == 2:
-            line_offsets = _grow_lines(line_offsets)
-        else:
-            ids = _grow_ids(ids)
+    slots, arena, vocab_offsets, ids, line_offsets = _tokenize_all(
+        buf_b, text_offsets_b, n_a, table, state, slots, arena, vocab_offsets, ids,
+        line_offsets, text_line_offsets)
     n_tok = state[3]
     n_ids = state[4]
     return (ids[:n_tok], line_offsets[:state[2] + 1].copy(), text_line_offsets,
