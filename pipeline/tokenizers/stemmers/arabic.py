@@ -23,7 +23,9 @@ every behaviour of that code is kept, including where it departs from the ``.sbl
 - In the verb-suffix step 2a the one-letter suffixes come first and always apply, so its
   two- and three-letter suffixes never do; likewise ``تمو`` of step 2c never applies.
 - ``is_noun`` is true whenever the alef-maqsura step would be reached, so that step never
-  runs (kept out of the port; its suffix is still mirrored, see :data:`MIRRORED`).
+  runs (kept out of the port; its suffix is still mirrored, see :data:`MIRRORED`); for a
+  defined noun whose step 1b removed nothing, the step-2a call sits under ``if not
+  is_defined`` and never runs either, so only step 2b is tried.
 
 How it is computed differently, and why the result is the same:
 
