@@ -39,7 +39,8 @@ How it is computed differently, and why the result is the same:
   tuple ends (or begins) another, at most one element matches a word, so order is moot and
   one dictionary lookup per suffix length finds it (the tests check that property for each
   tuple used so). Where a tuple's order matters, the loop's outcome is written out (step
-  2a above; prefix step 3b, where ``كك`` only matters for a 4-letter word starting ``كك``).
+  2a above; prefix step 1, whose lone ``أ`` has no branch; prefix step 3b, where ``كك``
+  only matters for a 4-letter word starting ``كك``).
 - Length conditions and flags are kept as local variables of one function rather than
   instance attributes set by fifteen methods.
 
