@@ -1021,7 +1021,9 @@ def signature_versions(language: str | None, *, stem: bool,
         if port is not None:
             # a port's stems are those of the version it reproduces, whatever is installed
             pairs = [f"{n.lower()}-{package_version(n)}" for n in names[:-1]]
-            return "+".join([*pairs, f"{names[-1].lower()}-{port.VERSION}"])
+            # (NLTK_VERSION or TURKISHSTEMMER_VERSION)
+            version = getattr(port, f"{names[-1].upper()}_VERSION")
+            return "+".join([*pairs, f"{names[-1].lower()}-{version}"])
     return "+".join(f"{n.lower()}-{package_version(n)}" for n in names)
 
 
