@@ -17,22 +17,22 @@ What is computed differently, and why the result is the same:
   beside a vowel are marked only inside runs of vowels (a vowel's neighbours outside its run
   are non-vowels), and only runs of three vowels or more or holding a ``y`` can change, so
   one regular expression finds those runs and NLTK's left-to-right loop runs on each run
-  alone, with the word's first and last letters left alone as NLTK's loop bounds do.
+  alone, with the word's first and last letters left alone as NLTK's loop bounds do. The
+  final ``replace`` chain back to lower case is kept (it is already the fastest way).
 - Regions R1, R2 and RV: one regular-expression search each instead of Python loops over
   the letters (same definitions: the first vowel followed by a non-vowel, from the start
   and again from R1; RV after the first vowel from the second letter on).
 - Suffix lists: NLTK tries the suffixes of a tuple in order and acts on the first one that
   ends the word (or RV, step 2b). Every such tuple is sorted by non-increasing length (a
-  test checks it), so the first hit is the longest suffix that ends the word; it is found by
-  looking up the word's last ``k`` letters in a dict, for each length ``k`` of the tuple,
-  longest first. Step 4, whose loop goes on past a suffix outside RV, keeps NLTK's order:
-  the suffixes that end with the word's last letter, in the tuple's order. The branch taken
-  for a step-1 or step-2b suffix is looked up once (each suffix is named by exactly one of
-  NLTK's branches, which a test checks) instead of through the ``elif`` chain.
+  test checks it), so the first hit is the longest suffix that ends the word; one regular
+  expression, the reversed suffixes as a trie matched at the start of the reversed word,
+  finds that longest suffix. Step 4, whose loop goes on past a suffix outside RV, keeps
+  NLTK's order: the suffixes that end with the word's last letter, in the tuple's order.
+  The branch taken for a step-1 or step-2b suffix is looked up once (each suffix is named
+  by exactly one of NLTK's branches, which a test checks) instead of through the ``elif``
+  chain.
 - Step 6 (un-accent): one regular expression finds an ``é`` or ``è`` that is the last vowel
   of the word, not its first or last letter.
-- The final ``replace`` chain (``I``, ``U``, ``Y`` to lower case) is one ``str.translate``:
-  no replacement makes a letter a later one replaces.
 
 Licence: NLTK is Apache-2.0 licensed. This module follows its algorithm and uses its suffix
 lists and vowels (data needed for equal output); the code is written anew.
@@ -101,26 +101,52 @@ UNDOUBLE_SUFFIXES = ("enn", "onn", "ett", "ell", "eill")
 _V = VOWELS
 # Runs of vowels that marking can change: three vowels or more, or two or more with a "y"
 # (every match is a whole run: a run that fails at its first letter has no match inside).
-_MARK_RUNS = re.compile(f"[{_V}]{{3,}}|[{_V}]+y[{_V}]*|y[{_V}]+")
+_MARK_RUNS_Y = re.compile(f"[{_V}]{{3,}}|[{_V}]+y[{_V}]*|y[{_V}]+")
+_MARK_RUNS = re.compile(f"[{_V}]{{3,}}")  # the same for a word without "y"
 # R1 starts after the first vowel + non-vowel; R2 after the next such pair from R1 on.
 _R1R2 = re.compile(f"[{_V}][^{_V}]([^{_V}]*[{_V}]+[^{_V}])?")
 _VOWEL = re.compile(f"[{_V}]")
 # Step 6: an "é" or "è" that is the word's last vowel and not its last letter.
 _UNACCENT = re.compile(f"[\xe9\xe8](?=[^{_V}]+\\Z)")
-_UNMARK = str.maketrans("IUY", "iuy")
 
 
-def _by_length(suffixes: tuple[str, ...], branches: tuple[tuple[str, ...], ...] | None,
-               ) -> tuple[tuple[int, ...], dict[str, int]]:
-    """Lengths of a suffix tuple, longest first, and each suffix's branch number."""
-    branch = {s: i for i, group in enumerate(branches or ()) for s in group}
-    return (tuple(sorted({len(s) for s in suffixes}, reverse=True)),
-            {s: branch.get(s, 0) for s in suffixes})
+def _longest_suffix(suffixes: tuple[str, ...]) -> re.Pattern[str]:
+    """A pattern matching, at the start of a reversed word, its longest suffix in the list.
+
+    The reversed suffixes form a trie written as nested groups; a group that ends a suffix
+    is optional and greedy, so the match goes as deep as the word allows and backs off to
+    the last complete suffix passed (``m.end()`` is the suffix's length).
+    """
+    trie: dict[str, dict] = {}
+    for suffix in suffixes:
+        node = trie
+        for char in reversed(suffix):
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, dict]) -> str:
+        alternatives = [re.escape(char) + emit(child) for char, child in node.items() if char]
+        if not alternatives:
+            return ""
+        body = (alternatives[0] if len(alternatives) == 1
+                else "(?:" + "|".join(alternatives) + ")")
+        if "" not in node:
+            return body
+        return f"(?:{body})?" if len(alternatives) == 1 else body + "?"
+
+    return re.compile(emit(trie))
 
 
-_S1_LENGTHS, _S1 = _by_length(STEP1_SUFFIXES, STEP1_BRANCHES)
-_S2A_LENGTHS, _S2A = _by_length(STEP2A_SUFFIXES, None)
-_S2B_LENGTHS, _S2B = _by_length(STEP2B_SUFFIXES, STEP2B_BRANCHES)
+def _branches(branches: tuple[tuple[str, ...], ...]) -> dict[str, int]:
+    """Each suffix's branch number (its place in the tuple of branches)."""
+    return {suffix: i for i, group in enumerate(branches) for suffix in group}
+
+
+_S1 = _longest_suffix(STEP1_SUFFIXES)
+_S1_BRANCH = _branches(STEP1_BRANCHES)
+_S2A = _longest_suffix(STEP2A_SUFFIXES)
+_S2B = _longest_suffix(STEP2B_SUFFIXES)
+_S2B_BRANCH = _branches(STEP2B_BRANCHES)
 _S4_BY_LAST: dict[str, tuple[str, ...]] = {}
 for _s in STEP4_SUFFIXES:
     _S4_BY_LAST[_s[-1]] = (*_S4_BY_LAST.get(_s[-1], ()), _s)
@@ -158,15 +184,14 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     """
     stops = frozenset(stopwords)
     vowels = _V
-    mark_runs = _MARK_RUNS.sub
+    runs, runs_y = _MARK_RUNS, _MARK_RUNS_Y
     r1r2 = _R1R2.search
     first_vowel = _VOWEL.search
     unaccent = _UNACCENT.search
-    s1_lengths, s1 = _S1_LENGTHS, _S1
-    s2a_lengths, s2a = _S2A_LENGTHS, _S2A
-    s2b_lengths, s2b = _S2B_LENGTHS, _S2B
+    s1, s1_branch = _S1.match, _S1_BRANCH
+    s2a = _S2A.match
+    s2b, s2b_branch = _S2B.match, _S2B_BRANCH
     s4_by_last = _S4_BY_LAST
-    unmark = _UNMARK
 
     def stem(word: str) -> str:
         word = word.lower()
@@ -174,7 +199,11 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             return word
         step1_success = rv_ending_found = step2a_success = step2b_success = False
 
-        word = mark_runs(_mark_run, word.replace("qu", "qU"))
+        word = word.replace("qu", "qU")
+        if "y" in word:
+            word = runs_y.sub(_mark_run, word)
+        elif runs.search(word) is not None:
+            word = runs.sub(_mark_run, word)
         n = len(word)
         m = r1r2(word)
         if m is None:
@@ -192,15 +221,11 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             rv = word[m.end():] if m is not None else ""
 
         # Step 1: standard suffix removal (the longest suffix of the word in the list).
-        for k in s1_lengths:
-            suffix = word[-k:]
-            branch = s1.get(suffix)
-            if branch is not None:
-                break
-        else:
-            branch = None
-        if branch is not None:
-            size = len(suffix)
+        m = s1(word[::-1])
+        if m is not None:
+            size = m.end()
+            suffix = word[-size:]
+            branch = s1_branch[suffix]
             if branch == 0:  # eaux
                 word = word[:-1]
                 step1_success = True
@@ -296,35 +321,33 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
 
         if not step1_success or rv_ending_found:
             # Step 2a: verb suffixes beginning with "i" (the longest ending the word).
-            for k in s2a_lengths:
-                suffix = word[-k:]
-                if suffix in s2a:
-                    if (suffix in rv and len(rv) > len(suffix)
-                            and rv[rv.rindex(suffix) - 1] not in vowels):
-                        word = word[:-len(suffix)]
-                        step2a_success = True
-                    break
+            m = s2a(word[::-1])
+            if m is not None:
+                suffix = word[-m.end():]
+                if (suffix in rv and len(rv) > len(suffix)
+                        and rv[rv.rindex(suffix) - 1] not in vowels):
+                    word = word[:-len(suffix)]
+                    step2a_success = True
 
             # Step 2b: other verb suffixes (the longest ending RV).
             if not step2a_success:
-                for k in s2b_lengths:
-                    suffix = rv[-k:]
-                    branch = s2b.get(suffix)
-                    if branch is not None:
-                        if branch == 0:  # ions
-                            if "ions" in r2:
-                                word = word[:-4]
-                                step2b_success = True
-                        elif branch == 1:
-                            word = word[:-len(suffix)]
+                m = s2b(rv[::-1])
+                if m is not None:
+                    size = m.end()
+                    branch = s2b_branch[rv[-size:]]
+                    if branch == 0:  # ions
+                        if "ions" in r2:
+                            word = word[:-4]
                             step2b_success = True
-                        else:
-                            word = word[:-len(suffix)]
-                            rv = rv[:-len(suffix)]
-                            step2b_success = True
-                            if rv.endswith("e"):
-                                word = word[:-1]
-                        break
+                    elif branch == 1:
+                        word = word[:-size]
+                        step2b_success = True
+                    else:
+                        word = word[:-size]
+                        rv = rv[:-size]
+                        step2b_success = True
+                        if rv.endswith("e"):
+                            word = word[:-1]
 
         if step1_success or step2a_success or step2b_success:
             # Step 3
@@ -359,6 +382,6 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
                 j = m.start()
                 word = word[:j] + "e" + word[j + 1:]
 
-        return word.translate(unmark)
+        return word.replace("I", "i").replace("U", "u").replace("Y", "y")
 
     return stem
