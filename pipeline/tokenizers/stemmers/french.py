@@ -97,6 +97,8 @@ STEP2B_BRANCHES = (
      "ants", "asse", "ais", "ait", "ant", "\xe2t", "ai", "as", "a"),
 )
 UNDOUBLE_SUFFIXES = ("enn", "onn", "ett", "ell", "eill")
+UNACCENTED = ("\xe9", "\xe8")  # step 6's letters
+RV_PREFIXES = ("par", "col", "tap")  # RV after these three letters
 
 _V = VOWELS
 # Runs of vowels that marking can change: three vowels or more, or two or more with a "y"
@@ -107,7 +109,7 @@ _MARK_RUNS = re.compile(f"[{_V}]{{3,}}")  # the same for a word without "y"
 _R1R2 = re.compile(f"[{_V}][^{_V}]([^{_V}]*[{_V}]+[^{_V}])?")
 _VOWEL = re.compile(f"[{_V}]")
 # Step 6: an "é" or "è" that is the word's last vowel and not its last letter.
-_UNACCENT = re.compile(f"[\xe9\xe8](?=[^{_V}]+\\Z)")
+_UNACCENT = re.compile(f"[{''.join(UNACCENTED)}](?=[^{_V}]+\\Z)")
 
 
 def _longest_suffix(suffixes: tuple[str, ...]) -> re.Pattern[str]:
@@ -214,7 +216,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             r2 = word[end2:] if end2 >= 0 else ""
         if n < 2:
             rv = ""
-        elif word[:3] in ("par", "col", "tap") or (word[0] in vowels and word[1] in vowels):
+        elif word[:3] in RV_PREFIXES or (word[0] in vowels and word[1] in vowels):
             rv = word[3:]
         else:
             m = first_vowel(word, 1)
@@ -376,7 +378,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             word = word[:-1]
 
         # Step 6: un-accent
-        if "\xe9" in word or "\xe8" in word:
+        if UNACCENTED[0] in word or UNACCENTED[1] in word:
             m = unaccent(word, 1)
             if m is not None:
                 j = m.start()
