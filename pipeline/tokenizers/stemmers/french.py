@@ -181,8 +181,11 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     Returns:
         ``stem(word) -> str``, equal for every ``str`` to ``s.stem(word)`` where
         ``s = nltk.stem.snowball.SnowballStemmer("french"); s.stopwords = set(stopwords)``
-        (lower-cased; the stem is at most as long as the word plus two letters).
-        It raises where NLTK raises, with the same exception type.
+        (a lower-case string; the empty string for an empty word).
+
+    Raises:
+        Nothing of its own: NLTK's indexing is kept, so a word on which NLTK's code would
+        raise (none is known) raises the same exception here.
     """
     stops = frozenset(stopwords)
     vowels = _V
