@@ -19,10 +19,13 @@ What is computed differently, and why the result is the same:
   R1 moved to the fourth letter when that pair is the word's first two letters, as NLTK's
   second loop does.
 - Suffix lists: NLTK tries the suffixes of a tuple in order and acts on the first one that
-  ends R1 (steps 1 and 2) or R2 (step 3). A suffix can only end a region that ends with the
-  suffix's last letter, so the port tries only the suffixes ending with the region's last
-  letter, in the tuple's order (a dict from the last letter to them): the first hit is
-  NLTK's, whatever the order of the tuple.
+  ends R1 (steps 1 and 2) or R2 (step 3). Which one that is depends only on the region's
+  last ``n`` letters, ``n`` the longest suffix's length, so a table from those letters to
+  NLTK's first match (computed the way NLTK does, in the tuple's order, on first use) gives
+  it in one lookup, whatever the order of the tuple.
+- The final ``replace`` chain: the umlauts (and ``ß`` before) can only be in a word that is
+  not ASCII, and ``U``/``Y`` only where marking made them (``str.lower`` never gives them),
+  so those replacements are skipped when they cannot apply.
 
 Licence: NLTK is Apache-2.0 licensed. This module follows its algorithm and uses its suffix
 lists and letter classes (data needed for equal output); the code is written anew.
@@ -50,17 +53,26 @@ _RUNS = re.compile(f"[{_V}]{{3,}}")
 _R1R2 = re.compile(f"[{_V}][^{_V}]([^{_V}]*[{_V}]+[^{_V}])?")
 
 
-def _by_last_letter(suffixes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    """The suffixes ending with each letter, in the tuple's order."""
-    by_last: dict[str, tuple[str, ...]] = {}
-    for suffix in suffixes:
-        by_last[suffix[-1]] = (*by_last.get(suffix[-1], ()), suffix)
-    return by_last
+class FirstSuffix(dict[str, str]):
+    """``table[end]``: the first suffix of a tuple, in its order, that ``end`` ends with.
 
+    ``""`` when none does. Keyed by a region's last ``width`` letters (the longest suffix's
+    length), which decide the first match as the whole region would; filled on first use
+    and emptied when it grows past ``max_size`` entries.
+    """
 
-_S1 = _by_last_letter(STEP1_SUFFIXES)
-_S2 = _by_last_letter(STEP2_SUFFIXES)
-_S3 = _by_last_letter(STEP3_SUFFIXES)
+    def __init__(self, suffixes: tuple[str, ...], *, max_size: int = 1 << 16) -> None:
+        super().__init__()
+        self.suffixes = suffixes
+        self.width = max(len(s) for s in suffixes)
+        self.max_size = max_size
+
+    def __missing__(self, end: str) -> str:
+        if len(self) >= self.max_size:
+            self.clear()
+        first = next((s for s in self.suffixes if end.endswith(s)), "")
+        self[end] = first
+        return first
 
 
 def _mark_run(match: re.Match[str]) -> str:
@@ -91,15 +103,20 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     stops = frozenset(stopwords)
     runs = _RUNS
     r1r2 = _R1R2.search
-    s1, s2, s3 = _S1, _S2, _S3
-    no_suffix: tuple[str, ...] = ()
+    s1 = FirstSuffix(STEP1_SUFFIXES)
+    s2 = FirstSuffix(STEP2_SUFFIXES)
+    s3 = FirstSuffix(STEP3_SUFFIXES)
+    w1, w2, w3 = -s1.width, -s2.width, -s3.width
 
     def stem(word: str) -> str:
         word = word.lower()
         if word in stops:
             return word
-        word = word.replace("\xdf", "ss")
-        if ("u" in word or "y" in word) and runs.search(word) is not None:
+        ascii_only = word.isascii()
+        if not ascii_only:
+            word = word.replace("\xdf", "ss")
+        marked = ("u" in word or "y" in word) and runs.search(word) is not None
+        if marked:
             word = runs.sub(_mark_run, word)
 
         m = r1r2(word)
@@ -112,67 +129,67 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             r1 = word[3:] if start == 0 else word[start + 2:]
 
         # Step 1
-        for suffix in s1.get(r1[-1:], no_suffix):
-            if r1.endswith(suffix):
-                size = len(suffix)
-                if (suffix in ("en", "es", "e")
-                        and word[-size - 4:-size] == "niss"):
-                    word = word[:-size - 1]
-                    r1 = r1[:-size - 1]
-                    r2 = r2[:-size - 1]
-                elif suffix == "s":
-                    if word[-2] in S_ENDING:
-                        word = word[:-1]
-                        r1 = r1[:-1]
-                        r2 = r2[:-1]
-                else:
-                    word = word[:-size]
-                    r1 = r1[:-size]
-                    r2 = r2[:-size]
-                break
+        suffix = s1[r1[w1:]]
+        if suffix:
+            size = len(suffix)
+            if (suffix in ("en", "es", "e")
+                    and word[-size - 4:-size] == "niss"):
+                word = word[:-size - 1]
+                r1 = r1[:-size - 1]
+                r2 = r2[:-size - 1]
+            elif suffix == "s":
+                if word[-2] in S_ENDING:
+                    word = word[:-1]
+                    r1 = r1[:-1]
+                    r2 = r2[:-1]
+            else:
+                word = word[:-size]
+                r1 = r1[:-size]
+                r2 = r2[:-size]
 
         # Step 2
-        for suffix in s2.get(r1[-1:], no_suffix):
-            if r1.endswith(suffix):
-                if suffix == "st":
-                    if word[-3] in ST_ENDING and len(word[:-3]) >= 3:
-                        word = word[:-2]
-                        r1 = r1[:-2]
-                        r2 = r2[:-2]
-                else:
-                    size = len(suffix)
-                    word = word[:-size]
-                    r1 = r1[:-size]
-                    r2 = r2[:-size]
-                break
+        suffix = s2[r1[w2:]]
+        if suffix:
+            if suffix == "st":
+                if word[-3] in ST_ENDING and len(word[:-3]) >= 3:
+                    word = word[:-2]
+                    r1 = r1[:-2]
+                    r2 = r2[:-2]
+            else:
+                size = len(suffix)
+                word = word[:-size]
+                r1 = r1[:-size]
+                r2 = r2[:-size]
 
         # Step 3: derivational suffixes
-        for suffix in s3.get(r2[-1:], no_suffix):
-            if r2.endswith(suffix):
-                size = len(suffix)
-                if suffix in ("end", "ung"):
-                    if ("ig" in r2[-size - 2:-size]
-                            and "e" not in r2[-size - 3:-size - 2]):
-                        word = word[:-size - 2]
-                    else:
-                        word = word[:-size]
-                elif suffix in ("ig", "ik", "isch") and "e" not in r2[-size - 1:-size]:
+        suffix = s3[r2[w3:]]
+        if suffix:
+            size = len(suffix)
+            if suffix in ("end", "ung"):
+                if ("ig" in r2[-size - 2:-size]
+                        and "e" not in r2[-size - 3:-size - 2]):
+                    word = word[:-size - 2]
+                else:
                     word = word[:-size]
-                elif suffix in ("lich", "heit"):
-                    if "er" in r1[-size - 2:-size] or "en" in r1[-size - 2:-size]:
-                        word = word[:-size - 2]
-                    else:
-                        word = word[:-size]
-                elif suffix == "keit":
-                    if "lich" in r2[-size - 4:-size]:
-                        word = word[:-size - 4]
-                    elif "ig" in r2[-size - 2:-size]:
-                        word = word[:-size - 2]
-                    else:
-                        word = word[:-size]
-                break
+            elif suffix in ("ig", "ik", "isch") and "e" not in r2[-size - 1:-size]:
+                word = word[:-size]
+            elif suffix in ("lich", "heit"):
+                if "er" in r1[-size - 2:-size] or "en" in r1[-size - 2:-size]:
+                    word = word[:-size - 2]
+                else:
+                    word = word[:-size]
+            elif suffix == "keit":
+                if "lich" in r2[-size - 4:-size]:
+                    word = word[:-size - 4]
+                elif "ig" in r2[-size - 2:-size]:
+                    word = word[:-size - 2]
+                else:
+                    word = word[:-size]
 
-        return (word.replace("\xe4", "a").replace("\xf6", "o").replace("\xfc", "u")
-                .replace("U", "u").replace("Y", "y"))
+        if not ascii_only:
+            word = word.replace("\xe4", "a").replace("\xf6", "o").replace("\xfc", "u")
+        if marked:
+            word = word.replace("U", "u").replace("Y", "y")
+        return word
 
     return stem
