@@ -46,6 +46,10 @@ ST_ENDING = "bdfghklmnt"  # letters before a final "st" that step 2 removes
 STEP1_SUFFIXES = ("ern", "em", "er", "en", "es", "e", "s")
 STEP2_SUFFIXES = ("est", "en", "er", "st")
 STEP3_SUFFIXES = ("isch", "lich", "heit", "keit", "end", "ung", "ig", "ik")
+# Step 1's suffixes removed with the "s" of a "niss" before them
+NISS_SUFFIXES = ("en", "es", "e")
+# The branches of NLTK's step 3, in its order: each names the suffixes it acts on.
+STEP3_BRANCHES = (("end", "ung"), ("ig", "ik", "isch"), ("lich", "heit"), ("keit",))
 
 _V = VOWELS
 _RUNS = re.compile(f"[{_V}]{{3,}}")
@@ -107,6 +111,8 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     s2 = FirstSuffix(STEP2_SUFFIXES)
     s3 = FirstSuffix(STEP3_SUFFIXES)
     w1, w2, w3 = -s1.width, -s2.width, -s3.width
+    niss = NISS_SUFFIXES
+    end_ung, ig_ik_isch, lich_heit, _ = STEP3_BRANCHES
 
     def stem(word: str) -> str:
         word = word.lower()
@@ -132,8 +138,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
         suffix = s1[r1[w1:]]
         if suffix:
             size = len(suffix)
-            if (suffix in ("en", "es", "e")
-                    and word[-size - 4:-size] == "niss"):
+            if suffix in niss and word[-size - 4:-size] == "niss":
                 word = word[:-size - 1]
                 r1 = r1[:-size - 1]
                 r2 = r2[:-size - 1]
@@ -165,15 +170,15 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
         suffix = s3[r2[w3:]]
         if suffix:
             size = len(suffix)
-            if suffix in ("end", "ung"):
+            if suffix in end_ung:
                 if ("ig" in r2[-size - 2:-size]
                         and "e" not in r2[-size - 3:-size - 2]):
                     word = word[:-size - 2]
                 else:
                     word = word[:-size]
-            elif suffix in ("ig", "ik", "isch") and "e" not in r2[-size - 1:-size]:
+            elif suffix in ig_ik_isch and "e" not in r2[-size - 1:-size]:
                 word = word[:-size]
-            elif suffix in ("lich", "heit"):
+            elif suffix in lich_heit:
                 if "er" in r1[-size - 2:-size] or "en" in r1[-size - 2:-size]:
                     word = word[:-size - 2]
                 else:
