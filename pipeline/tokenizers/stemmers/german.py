@@ -62,7 +62,8 @@ class FirstSuffix(dict[str, str]):
 
     ``""`` when none does. Keyed by a region's last ``width`` letters (the longest suffix's
     length), which decide the first match as the whole region would; filled on first use
-    and emptied when it grows past ``max_size`` entries.
+    (trying only the suffixes that end with the key's last letter, in the tuple's order) and
+    emptied when it grows past ``max_size`` entries.
     """
 
     def __init__(self, suffixes: tuple[str, ...], *, max_size: int = 1 << 16) -> None:
@@ -70,11 +71,14 @@ class FirstSuffix(dict[str, str]):
         self.suffixes = suffixes
         self.width = max(len(s) for s in suffixes)
         self.max_size = max_size
+        self.by_last: dict[str, tuple[str, ...]] = {}
+        for s in suffixes:
+            self.by_last[s[-1]] = (*self.by_last.get(s[-1], ()), s)
 
     def __missing__(self, end: str) -> str:
         if len(self) >= self.max_size:
             self.clear()
-        first = next((s for s in self.suffixes if end.endswith(s)), "")
+        first = next((s for s in self.by_last.get(end[-1:], ()) if end.endswith(s)), "")
         self[end] = first
         return first
 
