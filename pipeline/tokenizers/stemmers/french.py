@@ -18,10 +18,13 @@ What is computed differently, and why the result is the same:
   are non-vowels), and only runs of three vowels or more or holding a ``y`` can change, so
   one regular expression finds those runs and NLTK's left-to-right loop runs on each run
   alone, with the word's first and last letters left alone as NLTK's loop bounds do. The
-  final ``replace`` chain back to lower case is kept (it is already the fastest way).
-- Regions R1, R2 and RV: one regular-expression search each instead of Python loops over
-  the letters (same definitions: the first vowel followed by a non-vowel, from the start
-  and again from R1; RV after the first vowel from the second letter on).
+  final ``replace`` chain back to lower case is kept (the fastest way), and skipped for a
+  word without an upper-case letter (``str.islower``), which holds no mark.
+- Regions R1 and R2: one regular-expression search instead of Python loops over the letters
+  (the first vowel followed by a non-vowel, from the start and again from R1). RV: the
+  word's second and third letters are looked at in turn, and a regular expression finds
+  the first vowel from the fourth on only when neither is one (same definition: after the
+  first vowel from the second letter on, or after the third letter).
 - Suffix lists: NLTK tries the suffixes of a tuple in order and acts on the first one that
   ends the word (or RV, step 2b). Every such tuple is sorted by non-increasing length (a
   test checks it), so the first hit is the longest suffix that ends the word; one regular
@@ -217,12 +220,18 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             r1 = word[m.start() + 2:]
             end2 = m.end(1)
             r2 = word[end2:] if end2 >= 0 else ""
+        # RV: after the third letter for "par", "col", "tap" or two vowels at the start,
+        # else after the first vowel from the second letter on (looked at in turn)
         if n < 2:
             rv = ""
-        elif word[:3] in RV_PREFIXES or (word[0] in vowels and word[1] in vowels):
+        elif word[:3] in RV_PREFIXES:
+            rv = word[3:]
+        elif word[1] in vowels:
+            rv = word[3:] if word[0] in vowels else word[2:]
+        elif n > 2 and word[2] in vowels:
             rv = word[3:]
         else:
-            m = first_vowel(word, 1)
+            m = first_vowel(word, 3)
             rv = word[m.end():] if m is not None else ""
 
         # Step 1: standard suffix removal (the longest suffix of the word in the list).
@@ -387,6 +396,8 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
                 j = m.start()
                 word = word[:j] + "e" + word[j + 1:]
 
+        if word.islower():  # no upper-case letter, so no mark left
+            return word
         return word.replace("I", "i").replace("U", "u").replace("Y", "y")
 
     return stem
