@@ -1,0 +1,235 @@
+"""NLTK's Russian Snowball stemmer, computed faster with the same result for every string.
+
+Source of the definition: ``RussianStemmer.stem`` of NLTK 3.10.4 (``nltk/stem/snowball.py``),
+which implements the Snowball Russian algorithm
+(https://snowballstem.org/algorithms/russian/stemmer.html) on a Latin transliteration of the
+word, with quirks of its own that this port keeps:
+
+- a word with no character above U+00FF, or in the stopword list, is returned unchanged;
+- the word is transliterated letter by letter (``я`` -> ``i^a``, ``щ`` -> ``shch``,
+  ``ъ`` -> ``''``, ``ё`` -> ``e``...), any other character is kept; RV and R2 are found on
+  the transliteration with ``i^a``, ``i^u`` and ``e`` + backtick counted as one vowel each
+  (and so are literal ``A``, ``U``, ``E``, which come back as ``i^a``, ``i^u``, ``e``
+  + backtick in RV and R2 while the word keeps them);
+- the suffixes are NLTK's lists (``ui^ushchaia`` where Snowball has ``ующая``; ``shch``
+  both a participle and the tail of ``ushch``), matched on RV (steps 1-2), R2 (step 3) and
+  the whole word (step 4), with ``а``/``я`` before a group-1 suffix tested as the letter
+  ``a`` just before it;
+- the stem goes back to Cyrillic with NLTK's replacements in NLTK's order, which is not the
+  inverse of the first step (``ё`` comes back as ``е``, ``шч`` as ``щ``, ``ьь`` as ``ъ``;
+  Latin letters of the input become Cyrillic ones).
+
+What is computed differently, and why the result is the same:
+
+- Suffix lists: NLTK tries every suffix of a list in turn with ``endswith``. In every list a
+  suffix comes before each of its own suffixes (checked by the tests on NLTK's tuples), and
+  the suffixes that end a string are each a suffix of the next longer one, so the first one
+  NLTK accepts is the longest one accepted. The port looks up ``rv[-k:]`` in a set for each
+  length ``k`` present, longest first, among the suffixes ending in the string's last
+  character; a group-1 suffix whose condition fails lets the search go on, as in NLTK.
+  NLTK's ``rv[-n-3:-n] == "i^a" or rv[-n-1:-n] == "a"`` is ``rv[-n-1:-n] == "a"`` (``i^a``
+  ends in ``a``).
+- Transliteration: NLTK's chain of ``str.replace`` calls maps single Cyrillic letters to
+  ASCII strings that no later pattern matches, so one ``str.translate`` gives the same
+  string. Back to Cyrillic, the multi-letter replacements run in NLTK's order only when the
+  word holds their first letters' marks (``^``, backtick, ``h``, ``''``); the one-letter ones
+  commute with every later pattern of NLTK's chain and run as one ``str.translate``.
+- Regions: one regular-expression search for the first vowel (RV) and two for a vowel
+  followed by a non-vowel (R1, then R2 from R1's start), on the compressed string.
+
+Licence: NLTK is Apache-2.0; this module follows its algorithm and its suffix data (which
+are the Snowball algorithm's, transliterated); the code is written anew.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+NLTK_VERSION = "3.10.4"
+
+# --- transliteration (RussianStemmer.__cyrillic_to_roman and __roman_to_cyrillic) -------
+
+_CYRILLIC = "абвгдеёжзийклмнопрстуфхцчшщъыьэюя"
+_ROMAN = ("a", "b", "v", "g", "d", "e", "e", "zh", "z", "i", "i`", "k", "l", "m", "n", "o",
+          "p", "r", "s", "t", "u", "f", "kh", "t^s", "ch", "sh", "shch", "''", "y", "'",
+          "e`", "i^u", "i^a")
+TO_ROMAN: dict[int, str] = {ord(c): r for letters in (_CYRILLIC, _CYRILLIC.upper())
+                            for c, r in zip(letters, _ROMAN, strict=True)}
+
+# NLTK's multi-letter replacements back to Cyrillic, in NLTK's order (it runs them before
+# the one-letter ones; "zh" and "''" come after some of those, with which they commute).
+BACK_MULTI: tuple[tuple[str, str], ...] = (
+    ("i^u", "ю"), ("i^a", "я"), ("shch", "щ"), ("kh", "х"), ("t^s", "ц"), ("ch", "ч"),
+    ("e`", "э"), ("i`", "й"), ("sh", "ш"), ("zh", "ж"), ("''", "ъ"))
+BACK_SINGLE: dict[int, str] = {ord(r): c for r, c in zip("abvgdeziklmnoprstufy'",
+                                                         "абвгдезиклмнопрстуфыь", strict=True)}
+
+# --- suffixes (RussianStemmer's class attributes, as sets) --------------------------------
+
+_ADJECTIVE = ("ee", "ie", "ye", "oe", "imi", "ymi", "ei`", "ii`", "yi`", "oi`", "em", "im",
+              "ym", "om", "ego", "ogo", "emu", "omu", "ikh", "ykh", "ui^u", "i^ui^u", "ai^a",
+              "i^ai^a", "oi^u", "ei^u")
+_PARTICIPLE_AFTER_A = ("em", "nn", "vsh", "i^ushch", "shch")
+_PARTICIPLE = ("ivsh", "yvsh", "ui^ushch")
+_ADJECTIVAL_AFTER_A = frozenset(p + a for p in _PARTICIPLE_AFTER_A for a in _ADJECTIVE)
+
+_VERB_AFTER_A = frozenset(("la", "na", "ete", "i`te", "li", "i`", "l", "em", "n", "lo", "no",
+                           "et", "i^ut", "ny", "t'", "esh'", "nno"))
+_GERUND_AFTER_A = frozenset(("v", "vshi", "vshis'"))
+
+# NLTK's suffix tuples by attribute name (without "_RussianStemmer__" and "_suffixes").
+SUFFIXES: dict[str, frozenset[str]] = {
+    "perfective_gerund": _GERUND_AFTER_A | {"iv", "ivshi", "ivshis'", "yv", "yvshi",
+                                            "yvshis'"},
+    # NLTK lists "ui^ushchaia" (not "ui^ushchai^a")
+    "adjectival": (frozenset(_ADJECTIVE) | _ADJECTIVAL_AFTER_A
+                   | {p + a for p in _PARTICIPLE for a in _ADJECTIVE}
+                   | {"ui^ushchaia"}) - {"ui^ushchai^a"},
+    "reflexive": frozenset(("si^a", "s'")),
+    "verb": _VERB_AFTER_A | {"ila", "yla", "ena", "ei`te", "ui`te", "ite", "ili", "yli", "ei`",
+                             "ui`", "il", "yl", "im", "ym", "en", "ilo", "ylo", "eno", "i^at",
+                             "uet", "ui^ut", "it", "yt", "eny", "it'", "yt'", "ish'", "ui^u",
+                             "i^u"},
+    "noun": frozenset(("a", "ev", "ov", "ie", "'e", "ei", "ii", "i", "i`", "ei`", "oi`", "ii`",
+                       "em", "am", "om", "o", "u", "akh", "i^akh", "ii^akh", "y", "'", "i^u",
+                       "'i^u", "ii^u", "i^a", "'i^a", "ii^a", "ami", "i^ami", "ii^ami", "e",
+                       "iei`", "iem", "i^am", "ii^am")),
+    "superlative": frozenset(("ei`she", "ei`sh")),
+    "derivational": frozenset(("ost'", "ost")),
+}
+# The suffixes NLTK removes only after "a" (Snowball: after а or я), by list.
+AFTER_A: dict[str, frozenset[str]] = {
+    "perfective_gerund": _GERUND_AFTER_A, "adjectival": _ADJECTIVAL_AFTER_A,
+    "verb": _VERB_AFTER_A}
+
+_Table = dict[str, tuple[tuple[int, frozenset[str], frozenset[str]], ...]]
+
+
+def _by_last(name: str) -> _Table:
+    """Last character -> (length, free suffixes, suffixes after "a"), longest first."""
+    suffixes, after_a = SUFFIXES[name], AFTER_A.get(name, frozenset())
+    out: _Table = {}
+    for last in sorted({s[-1] for s in suffixes}):
+        rows = []
+        for k in sorted({len(s) for s in suffixes if s[-1] == last}, reverse=True):
+            group = frozenset(s for s in suffixes if len(s) == k and s[-1] == last)
+            rows.append((k, group - after_a, group & after_a))
+        out[last] = tuple(rows)
+    return out
+
+
+_GERUND = _by_last("perfective_gerund")
+_ADJECTIVAL = _by_last("adjectival")
+_VERB = _by_last("verb")
+_NOUN = _by_last("noun")
+_NONE: tuple[tuple[int, frozenset[str], frozenset[str]], ...] = ()
+
+# --- regions (RussianStemmer.__regions_russian) -------------------------------------------
+
+_VOWEL = re.compile("[AUEaeiouy]").search
+_VOWEL_THEN_OTHER = re.compile("[AUEaeiouy][^AUEaeiouy]").search
+_EXPAND = {ord("A"): "i^a", ord("U"): "i^u", ord("E"): "e`"}
+_MARKS = re.compile("[AUE^`]").search
+
+
+def _regions(word: str) -> tuple[str, str]:
+    """RV and R2 of a transliterated word, as NLTK's ``__regions_russian`` returns them."""
+    marked = _MARKS(word) is not None
+    if marked:
+        word = word.replace("i^a", "A").replace("i^u", "U").replace("e`", "E")
+    m = _VOWEL(word)
+    rv = word[m.end():] if m else ""
+    m = _VOWEL_THEN_OTHER(word)
+    if m:
+        m = _VOWEL_THEN_OTHER(word, m.end())
+    r2 = word[m.end():] if m else ""
+    if marked:
+        return rv.translate(_EXPAND), r2.translate(_EXPAND)
+    return rv, r2
+
+
+def _to_cyrillic(word: str) -> str:
+    """NLTK's ``__roman_to_cyrillic``: its chain of replacements, in its order."""
+    if "^" in word or "`" in word or "h" in word or "''" in word:
+        for latin, cyrillic in BACK_MULTI:
+            if latin in word:
+                word = word.replace(latin, cyrillic)
+    return word.translate(BACK_SINGLE)
+
+
+def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
+    """A function equal to NLTK 3.10.4's Russian Snowball stemmer with these stopwords.
+
+    ``stemmer(sw)(word) == s.stem(word)`` for every ``str`` ``word``, where
+    ``s = nltk.stem.snowball.SnowballStemmer("russian"); s.stopwords.update(sw)``
+    (``pipeline.tokenizers.multilingual.snowball_stopwords("russian")`` is the list
+    XL-Sum's multilingual ROUGE uses).
+
+    Args:
+        stopwords: words returned unchanged (compared as given, case included).
+
+    Returns:
+        ``stem(word: str) -> str``: the stem, a string of at most ``len(word)`` characters
+        for Cyrillic input; the word itself when it is a stopword or has no character
+        above U+00FF.
+    """
+    stop = frozenset(stopwords)
+
+    def stem(word: str) -> str:
+        if word in stop or not word or max(word) <= "\xff":
+            return word
+        word = word.translate(TO_ROMAN)
+        rv, r2 = _regions(word)
+
+        # Step 1: perfective gerund, else reflexive then adjectival, verb or noun
+        for k, free, after_a in _GERUND.get(rv[-1:], _NONE):
+            s = rv[-k:]
+            if s in free or s in after_a and rv[-k - 1:-k] == "a":
+                word, r2, rv = word[:-k], r2[:-k], rv[:-k]
+                break
+        else:
+            if rv.endswith("si^a"):
+                word, r2, rv = word[:-4], r2[:-4], rv[:-4]
+            elif rv.endswith("s'"):
+                word, r2, rv = word[:-2], r2[:-2], rv[:-2]
+            for k, free, after_a in _ADJECTIVAL.get(rv[-1:], _NONE):
+                s = rv[-k:]
+                if s in free or s in after_a and rv[-k - 1:-k] == "a":
+                    word, r2, rv = word[:-k], r2[:-k], rv[:-k]
+                    break
+            else:
+                for k, free, after_a in _VERB.get(rv[-1:], _NONE):
+                    s = rv[-k:]
+                    if s in free or s in after_a and rv[-k - 1:-k] == "a":
+                        word, r2, rv = word[:-k], r2[:-k], rv[:-k]
+                        break
+                else:
+                    for k, free, _ in _NOUN.get(rv[-1:], _NONE):
+                        if rv[-k:] in free:
+                            word, r2, rv = word[:-k], r2[:-k], rv[:-k]
+                            break
+
+        # Step 2: "i" at the end of RV
+        if rv.endswith("i"):
+            word, r2 = word[:-1], r2[:-1]
+
+        # Step 3: derivational suffix in R2
+        if r2.endswith("ost'"):
+            word = word[:-4]
+        elif r2.endswith("ost"):
+            word = word[:-3]
+
+        # Step 4: undouble "nn"; else superlative (then undouble), else a final soft sign
+        if word.endswith("nn"):
+            word = word[:-1]
+        elif word.endswith("ei`she") or word.endswith("ei`sh"):
+            word = word[:-6] if word[-1] == "e" else word[:-5]
+            if word.endswith("nn"):
+                word = word[:-1]
+        elif word.endswith("'"):
+            word = word[:-1]
+
+        return _to_cyrillic(word)
+
+    return stem
