@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 NLTK_VERSION = "3.10.4"
 
@@ -103,27 +104,38 @@ AFTER_A: dict[str, frozenset[str]] = {
     "perfective_gerund": _GERUND_AFTER_A, "adjectival": _ADJECTIVAL_AFTER_A,
     "verb": _VERB_AFTER_A}
 
-_Table = dict[str, tuple[tuple[int, frozenset[str], frozenset[str]], ...]]
 
 
-def _by_last(name: str) -> _Table:
-    """Last character -> (length, free suffixes, suffixes after "a"), longest first."""
-    suffixes, after_a = SUFFIXES[name], AFTER_A.get(name, frozenset())
-    out: _Table = {}
-    for last in sorted({s[-1] for s in suffixes}):
-        rows = []
-        for k in sorted({len(s) for s in suffixes if s[-1] == last}, reverse=True):
-            group = frozenset(s for s in suffixes if len(s) == k and s[-1] == last)
-            rows.append((k, group - after_a, group & after_a))
-        out[last] = tuple(rows)
-    return out
+def _longest(name: str) -> str:
+    """A pattern matching the longest allowed suffix of a list at a reversed string's start.
+
+    Allowed: the suffix ends the string, after "a" when it needs one; no suffix: no match.
+
+    The suffixes, reversed, form a trie; at each node the longer continuations are tried
+    before the end of a suffix (``""``, or ``(?=a)`` for a suffix needing "a" before it).
+    """
+    after_a = AFTER_A.get(name, frozenset())
+    trie: dict[str, Any] = {}
+    for suffix in SUFFIXES[name]:
+        node = trie
+        for char in reversed(suffix):
+            node = node.setdefault(char, {})
+        node[""] = "(?=a)" if suffix in after_a else ""
+
+    def alternatives(node: dict[str, Any]) -> str:
+        branches = [re.escape(c) + alternatives(child) for c, child in sorted(node.items()) if c]
+        if "" in node:
+            branches.append(node[""])
+        return "(?:" + "|".join(branches) + ")"
+
+    return alternatives(trie)
 
 
-_GERUND = _by_last("perfective_gerund")
-_ADJECTIVAL = _by_last("adjectival")
-_VERB = _by_last("verb")
-_NOUN = _by_last("noun")
-_NONE: tuple[tuple[int, frozenset[str], frozenset[str]], ...] = ()
+# Steps 1 and 2 on RV reversed: a perfective gerund; else a reflexive suffix, then an
+# adjectival, verb or noun suffix; then "i". The match's length is what both remove.
+_STEPS_1_2 = re.compile(
+    f"(?:{_longest('perfective_gerund')}|{_longest('reflexive')}?"
+    f"(?:{_longest('adjectival')}|{_longest('verb')}|{_longest('noun')})?)i?").match
 
 # --- regions (RussianStemmer.__regions_russian) -------------------------------------------
 
@@ -131,6 +143,17 @@ _VOWEL = re.compile("[AUEaeiouy]").search
 _VOWEL_THEN_OTHER = re.compile("[AUEaeiouy][^AUEaeiouy]").search
 _EXPAND = {ord("A"): "i^a", ord("U"): "i^u", ord("E"): "e`"}
 _MARKS = re.compile("[AUE^`]").search
+
+
+# RV and R2 of the transliteration of a word of lower-case Cyrillic letters only: there
+# "i^" is always followed by "a" or "u" and "e`" is always э, so a vowel is one of the
+# tokens below (the lookaheads keep backtracking from splitting i^a, i^u, e`); group 1
+# ends where RV starts, group 2 where R1 starts, group 3 where R2 starts.
+_V = "(?:i\\^[au]|e`|i(?!\\^[au])|e(?!`)|[aouy])"
+_C = "[^aeiouy]"
+_REGIONS_LOWER = re.compile(f"{_C}*{_V}()(?:{_V}*{_C}()(?:{_C}*{_V}+{_C}())?)?").match
+# any character but а-я and ё
+_NOT_LOWER_CYRILLIC = re.compile("[^\u0430-\u044f\u0451]").search
 
 
 def _regions(word: str) -> tuple[str, str]:
@@ -177,42 +200,28 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     stop = frozenset(stopwords)
 
     def stem(word: str) -> str:
-        if word in stop or not word or max(word) <= "\xff":
+        if word in stop:
             return word
-        word = word.translate(TO_ROMAN)
-        rv, r2 = _regions(word)
-
-        # Step 1: perfective gerund, else reflexive then adjectival, verb or noun
-        for k, free, after_a in _GERUND.get(rv[-1:], _NONE):
-            s = rv[-k:]
-            if s in free or s in after_a and rv[-k - 1:-k] == "a":
-                word, r2, rv = word[:-k], r2[:-k], rv[:-k]
-                break
-        else:
-            if rv.endswith("si^a"):
-                word, r2, rv = word[:-4], r2[:-4], rv[:-4]
-            elif rv.endswith("s'"):
-                word, r2, rv = word[:-2], r2[:-2], rv[:-2]
-            for k, free, after_a in _ADJECTIVAL.get(rv[-1:], _NONE):
-                s = rv[-k:]
-                if s in free or s in after_a and rv[-k - 1:-k] == "a":
-                    word, r2, rv = word[:-k], r2[:-k], rv[:-k]
-                    break
+        if _NOT_LOWER_CYRILLIC(word) is None:  # the common case (and the empty word)
+            word = word.translate(TO_ROMAN)
+            m = _REGIONS_LOWER(word)
+            if m is None:
+                rv = r2 = ""
             else:
-                for k, free, after_a in _VERB.get(rv[-1:], _NONE):
-                    s = rv[-k:]
-                    if s in free or s in after_a and rv[-k - 1:-k] == "a":
-                        word, r2, rv = word[:-k], r2[:-k], rv[:-k]
-                        break
-                else:
-                    for k, free, _ in _NOUN.get(rv[-1:], _NONE):
-                        if rv[-k:] in free:
-                            word, r2, rv = word[:-k], r2[:-k], rv[:-k]
-                            break
+                rv = word[m.end(1):]
+                end = m.end(3)
+                r2 = word[end:] if end >= 0 else ""
+        elif max(word) <= "\xff":
+            return word
+        else:
+            word = word.translate(TO_ROMAN)
+            rv, r2 = _regions(word)
 
-        # Step 2: "i" at the end of RV
-        if rv.endswith("i"):
-            word, r2 = word[:-1], r2[:-1]
+        # Steps 1 and 2 (RV's end), one match on RV reversed
+        m = _STEPS_1_2(rv[::-1])  # always matches (every part is optional)
+        removed = m.end() if m else 0
+        if removed:
+            word, r2 = word[:-removed], r2[:-removed]
 
         # Step 3: derivational suffix in R2
         if r2.endswith("ost'"):
