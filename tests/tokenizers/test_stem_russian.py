@@ -119,17 +119,21 @@ def test_transliteration_table_is_nltk_chain():
 
 
 ROMAN = "i^uashctkez`'ynbop"
+# NLTK's multi-letter patterns back to Cyrillic, their pieces, and letters around them
+PIECES = ["i^u", "i^a", "shch", "kh", "t^s", "ch", "e`", "i`", "sh", "zh", "''", "t^", "i^",
+          "hch", "^s", "h", "c", "s", "'", "i", "e", "a", "u", "t", "z", "k", "^", "`", "y"]
 
 
 @SAME_VERSION
 def test_back_transliteration_is_nltk_chain_on_every_short_string():
-    """Every string of 1-4 characters over the letters of the multi-letter patterns (their
-    overlaps, e.g. ``t^shch``: NLTK replaces ``shch`` before ``t^s``)."""
+    """Every string of 1-4 letters of the patterns, and of 1-3 patterns or their pieces
+    (their overlaps, e.g. ``t^shch``: NLTK replaces ``shch`` before ``t^s``)."""
     to_cyrillic = getattr(RussianStemmer(), PRIVATE + "roman_to_cyrillic")
-    for n in range(1, 5):
-        for letters in itertools.product(ROMAN, repeat=n):
-            text = "".join(letters)
-            assert russian._to_cyrillic(text) == to_cyrillic(text), text
+    texts = itertools.chain(
+        ("".join(p) for n in range(1, 5) for p in itertools.product(ROMAN, repeat=n)),
+        ("".join(p) for n in range(1, 4) for p in itertools.product(PIECES, repeat=n)))
+    for text in texts:
+        assert russian._to_cyrillic(text) == to_cyrillic(text), text
 
 
 @SAME_VERSION
@@ -147,13 +151,19 @@ def test_regions_are_nltk_regions(text):
     regions = getattr(RussianStemmer(), PRIVATE + "regions_russian")
     roman = text.translate(russian.TO_ROMAN)
     assert russian._regions(roman) == regions(roman)
-    if russian._NOT_LOWER_CYRILLIC(text) is None:
-        m = russian._REGIONS_LOWER(roman)
-        rv, r2 = regions(roman)
-        assert (m is None) == (rv == "" and r2 == "" and not any(c in "aeiouy" for c in roman))
-        if m is not None:
-            assert roman[m.end(1):] == rv
-            assert (roman[m.end(3):] if m.end(3) >= 0 else "") == r2
+
+
+@SAME_VERSION
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=LOWER, max_size=16))
+def test_regions_of_lower_case_words_are_nltk_regions(text):
+    """The one-match regions of a word of lower-case Cyrillic letters (the common case)."""
+    regions = getattr(RussianStemmer(), PRIVATE + "regions_russian")
+    roman = text.translate(russian.TO_ROMAN)
+    m = russian._REGIONS_LOWER(roman)
+    rv = roman[m.end(1):] if m else ""
+    r2 = roman[m.end(3):] if m and m.end(3) >= 0 else ""
+    assert (rv, r2) == regions(roman)
 
 
 # --- words: equal to NLTK ------------------------------------------------------------------
