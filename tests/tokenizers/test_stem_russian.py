@@ -275,3 +275,13 @@ def test_stopwords_are_kept_and_only_those(reference):
     changed = [w for w in stopwords if bare(w) != w]
     assert changed  # some stopwords do get stemmed without the list
     assert [plain(w) for w in changed] == [bare(w) for w in changed]
+
+
+@SAME_VERSION
+@pytest.mark.parametrize(("word", "nltk_stem"), [
+    ("веснушчатый", "веснущат"), ("ёлками", "елк"), ("сььа", "съа"),
+    ("abcjqwxдом", "абcjqwxд"), ("шчёт", "щет"), ("дом", "дом"), ("word", "word")])
+def test_quirks_named_in_the_docstring(word, nltk_stem, reference, port):
+    """NLTK's own quirks (шч -> щ, ё -> е, ьь -> ъ, Latin letters to Cyrillic), kept."""
+    assert reference(word) == nltk_stem
+    assert port(word) == nltk_stem

@@ -11,31 +11,37 @@ word, with quirks of its own that this port keeps:
   the transliteration with ``i^a``, ``i^u`` and ``e`` + backtick counted as one vowel each
   (and so are literal ``A``, ``U``, ``E``, which come back as ``i^a``, ``i^u``, ``e``
   + backtick in RV and R2 while the word keeps them);
-- the suffixes are NLTK's lists (``ui^ushchaia`` where Snowball has ``ующая``; ``shch``
-  both a participle and the tail of ``ushch``), matched on RV (steps 1-2), R2 (step 3) and
-  the whole word (step 4), with ``а``/``я`` before a group-1 suffix tested as the letter
-  ``a`` just before it;
+- the suffixes are NLTK's lists (``ui^ushchaia`` where Snowball has ``ующая``), matched on
+  RV (steps 1-2), R2 (step 3) and the whole word (step 4), with ``а``/``я`` before a
+  group-1 suffix tested as the letter ``a`` just before it;
 - the stem goes back to Cyrillic with NLTK's replacements in NLTK's order, which is not the
-  inverse of the first step (``ё`` comes back as ``е``, ``шч`` as ``щ``, ``ьь`` as ``ъ``;
-  Latin letters of the input become Cyrillic ones).
+  inverse of the first step: ``ё`` comes back as ``е``, ``шч`` as ``щ``, ``ьь`` as ``ъ``
+  (``веснушчатый`` -> ``веснущат``, ``сььа`` -> ``съа``), and Latin letters of the input
+  with a Cyrillic counterpart become Cyrillic (``abcjqwxдом`` -> ``абcjqwxд``).
 
 What is computed differently, and why the result is the same:
 
-- Suffix lists: NLTK tries every suffix of a list in turn with ``endswith``. In every list a
-  suffix comes before each of its own suffixes (checked by the tests on NLTK's tuples), and
-  the suffixes that end a string are each a suffix of the next longer one, so the first one
-  NLTK accepts is the longest one accepted. The port looks up ``rv[-k:]`` in a set for each
-  length ``k`` present, longest first, among the suffixes ending in the string's last
-  character; a group-1 suffix whose condition fails lets the search go on, as in NLTK.
-  NLTK's ``rv[-n-3:-n] == "i^a" or rv[-n-1:-n] == "a"`` is ``rv[-n-1:-n] == "a"`` (``i^a``
-  ends in ``a``).
+- Suffix lists: NLTK tries the suffixes of a list in turn with ``endswith`` and removes the
+  first one it accepts (a group-1 suffix is accepted only after "a"; one that is not lets
+  the loop go on). The suffixes ending a string all end each other, and in every list a
+  suffix comes before each of its own suffixes (checked by the tests on NLTK's tuples), so
+  the one NLTK removes is the longest accepted. Here each list is a trie of its reversed
+  suffixes written as a regular expression that prefers the longer continuation and
+  accepts a group-1 suffix only before ``(?=a)``; steps 1 and 2 are one match of
+  ``gerund | reflexive? (adjectival | verb | noun)?`` then ``i?`` on RV reversed, whose
+  length is what NLTK removes from the word and R2. NLTK's ``rv[-n-3:-n] == "i^a" or
+  rv[-n-1:-n] == "a"`` is ``rv[-n-1:-n] == "a"``, since ``i^a`` ends in ``a``.
 - Transliteration: NLTK's chain of ``str.replace`` calls maps single Cyrillic letters to
   ASCII strings that no later pattern matches, so one ``str.translate`` gives the same
-  string. Back to Cyrillic, the multi-letter replacements run in NLTK's order only when the
-  word holds their first letters' marks (``^``, backtick, ``h``, ``''``); the one-letter ones
-  commute with every later pattern of NLTK's chain and run as one ``str.translate``.
-- Regions: one regular-expression search for the first vowel (RV) and two for a vowel
-  followed by a non-vowel (R1, then R2 from R1's start), on the compressed string.
+  string. Back to Cyrillic, only the replacements that can overlap keep NLTK's order
+  (:func:`_to_cyrillic`); the one-letter ones are one ``str.translate``.
+- Regions: a word of lower-case Cyrillic letters only (the tokenizer's usual output) gets
+  RV and R2 from one regular-expression match on its transliteration, where ``i^a``,
+  ``i^u`` and ``e`` + backtick are single vowels; any other word goes NLTK's way (replace
+  them by ``A``, ``U``, ``E``, find the regions, replace back), with regular-expression
+  searches for the first vowel and for a vowel followed by a non-vowel.
+- A word of lower-case Cyrillic letters has a character above U+00FF, so the check of
+  NLTK's first step is only made for the other words.
 
 Licence: NLTK is Apache-2.0; this module follows its algorithm and its suffix data (which
 are the Snowball algorithm's, transliterated); the code is written anew.
@@ -58,11 +64,7 @@ _ROMAN = ("a", "b", "v", "g", "d", "e", "e", "zh", "z", "i", "i`", "k", "l", "m"
 TO_ROMAN: dict[int, str] = {ord(c): r for letters in (_CYRILLIC, _CYRILLIC.upper())
                             for c, r in zip(letters, _ROMAN, strict=True)}
 
-# NLTK's multi-letter replacements back to Cyrillic, in NLTK's order (it runs them before
-# the one-letter ones; "zh" and "''" come after some of those, with which they commute).
-BACK_MULTI: tuple[tuple[str, str], ...] = (
-    ("i^u", "ю"), ("i^a", "я"), ("shch", "щ"), ("kh", "х"), ("t^s", "ц"), ("ch", "ч"),
-    ("e`", "э"), ("i`", "й"), ("sh", "ш"), ("zh", "ж"), ("''", "ъ"))
+# NLTK's one-letter replacements back to Cyrillic (its multi-letter ones: _to_cyrillic).
 BACK_SINGLE: dict[int, str] = {ord(r): c for r, c in zip("abvgdeziklmnoprstufy'",
                                                          "абвгдезиклмнопрстуфыь", strict=True)}
 
@@ -173,11 +175,27 @@ def _regions(word: str) -> tuple[str, str]:
 
 
 def _to_cyrillic(word: str) -> str:
-    """NLTK's ``__roman_to_cyrillic``: its chain of replacements, in its order."""
-    if "^" in word or "`" in word or "h" in word or "''" in word:
-        for latin, cyrillic in BACK_MULTI:
-            if latin in word:
-                word = word.replace(latin, cyrillic)
+    """NLTK's ``__roman_to_cyrillic``.
+
+    NLTK replaces i^u, i^a, shch, kh, t^s, ch, e`, i`, sh, k, e, zh, a, b, v... '', y, ' in
+    turn. Replacing two patterns in either order gives the same string unless they can
+    overlap; the pairs that can keep NLTK's order here (shch before ch, sh and t^s, as in
+    ``t^shch``; t^s before sh), the rest are grouped by the marks they hold, and the
+    one-letter ones, which overlap none of the patterns after them, are one translate.
+    """
+    if "^" in word:
+        word = word.replace("i^u", "ю").replace("i^a", "я")
+    if "h" in word:
+        word = word.replace("shch", "щ").replace("kh", "х")
+        if "^" in word:
+            word = word.replace("t^s", "ц")
+        word = word.replace("ch", "ч").replace("sh", "ш").replace("zh", "ж")
+    elif "^" in word:
+        word = word.replace("t^s", "ц")
+    if "`" in word:
+        word = word.replace("e`", "э").replace("i`", "й")
+    if "''" in word:
+        word = word.replace("''", "ъ")
     return word.translate(BACK_SINGLE)
 
 
