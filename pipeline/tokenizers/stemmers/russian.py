@@ -242,19 +242,21 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
             word, r2 = word[:-removed], r2[:-removed]
 
         # Step 3: derivational suffix in R2
-        if r2.endswith("ost'"):
-            word = word[:-4]
-        elif r2.endswith("ost"):
-            word = word[:-3]
+        if r2.endswith(("ost", "ost'")):
+            word = word[:-4] if r2[-1] == "'" else word[:-3]
 
-        # Step 4: undouble "nn"; else superlative (then undouble), else a final soft sign
-        if word.endswith("nn"):
-            word = word[:-1]
-        elif word.endswith("ei`she") or word.endswith("ei`sh"):
-            word = word[:-6] if word[-1] == "e" else word[:-5]
+        # Step 4: undouble "nn"; else superlative (then undouble), else a final soft sign.
+        # The three end in different letters: one look at the last letter picks the rule.
+        last = word[-1:]
+        if last == "n":
             if word.endswith("nn"):
                 word = word[:-1]
-        elif word.endswith("'"):
+        elif last == "e" or last == "h":
+            if word.endswith(("ei`she", "ei`sh")):
+                word = word[:-6] if last == "e" else word[:-5]
+                if word.endswith("nn"):
+                    word = word[:-1]
+        elif last == "'":
             word = word[:-1]
 
         return _to_cyrillic(word)
