@@ -205,7 +205,8 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     ``stemmer(sw)(word) == s.stem(word)`` for every ``str`` ``word``, where
     ``s = nltk.stem.snowball.SnowballStemmer("russian"); s.stopwords.update(sw)``
     (``pipeline.tokenizers.multilingual.snowball_stopwords("russian")`` is the list
-    XL-Sum's multilingual ROUGE uses).
+    XL-Sum's multilingual ROUGE uses; assigning ``s.stopwords = ...`` instead would not
+    reach the stemmer ``s`` wraps, and stopwords would be stemmed).
 
     Args:
         stopwords: words returned unchanged (compared as given, case included).
