@@ -116,6 +116,9 @@ def test_transliteration_table_is_nltk_chain():
         assert chr(code).translate(russian.TO_ROMAN) == to_roman(chr(code)), hex(code)
     text = "".join(chr(c) for c in range(0x400, 0x460)) + "^`'ABCabc"
     assert text.translate(russian.TO_ROMAN) == to_roman(text)
+    every = "".join(map(chr, range(0x1000))) + "\U0001f600"
+    assert every.translate(russian._TO_ROMAN) == every.translate(russian.TO_ROMAN)
+    assert every.translate(russian._BACK_SINGLE) == every.translate(russian.BACK_SINGLE)
 
 
 ROMAN = "i^uashctkez`'ynbop"

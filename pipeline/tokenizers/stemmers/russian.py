@@ -68,6 +68,12 @@ TO_ROMAN: dict[int, str] = {ord(c): r for letters in (_CYRILLIC, _CYRILLIC.upper
 BACK_SINGLE: dict[int, str] = {ord(r): c for r, c in zip("abvgdeziklmnoprstufy'",
                                                          "абвгдезиклмнопрстуфыь", strict=True)}
 
+# The two tables as tuples indexed by code point, which str.translate reads faster than a
+# dict; a code point past a tuple's end raises IndexError, which translate takes as
+# "unchanged", as it does a code point missing from the dict.
+_TO_ROMAN = tuple(TO_ROMAN.get(i, chr(i)) for i in range(max(TO_ROMAN) + 1))
+_BACK_SINGLE = tuple(BACK_SINGLE.get(i, chr(i)) for i in range(max(BACK_SINGLE) + 1))
+
 # --- suffixes (RussianStemmer's class attributes, as sets) --------------------------------
 
 _ADJECTIVE = ("ee", "ie", "ye", "oe", "imi", "ymi", "ei`", "ii`", "yi`", "oi`", "em", "im",
@@ -196,7 +202,7 @@ def _to_cyrillic(word: str) -> str:
         word = word.replace("e`", "э").replace("i`", "й")
     if "''" in word:
         word = word.replace("''", "ъ")
-    return word.translate(BACK_SINGLE)
+    return word.translate(_BACK_SINGLE)
 
 
 def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
@@ -222,7 +228,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
         if word in stop:
             return word
         if _NOT_LOWER_CYRILLIC(word) is None:  # the common case (and the empty word)
-            word = word.translate(TO_ROMAN)
+            word = word.translate(_TO_ROMAN)
             m = _REGIONS_LOWER(word)
             if m is None:
                 rv = r2 = ""
@@ -233,7 +239,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
         elif max(word) <= "\xff":
             return word
         else:
-            word = word.translate(TO_ROMAN)
+            word = word.translate(_TO_ROMAN)
             rv, r2 = _regions(word)
 
         # Steps 1 and 2 (RV's end), one match on RV reversed
