@@ -218,9 +218,9 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
         stopwords: words returned unchanged (compared as given, case included).
 
     Returns:
-        ``stem(word: str) -> str``: the stem, a string of at most ``len(word)`` characters
-        for Cyrillic input; the word itself when it is a stopword or has no character
-        above U+00FF.
+        ``stem(word: str) -> str``: the stem (what remains of the transliteration, back in
+        Cyrillic); the word itself when it is a stopword or has no character above U+00FF.
+        Never raises.
     """
     stop = frozenset(stopwords)
 
