@@ -225,7 +225,9 @@ def score_corpus(
 
     Raises:
         ConfigError: unknown metric, option or value; ``n_bootstrap``, ``confidence`` or
-            ``seed`` out of range.
+            ``seed`` out of range (``n_bootstrap`` beyond the memory, beyond
+            :data:`~pipeline.config.MAX_BOOTSTRAP`, or over N beyond
+            :data:`~pipeline.config.MAX_BOOTSTRAP_WORK`).
         InputError: no prediction; ``ids`` of another length than ``predictions``, null,
             neither strings nor integers, strings mixed with integers, or integers outside
             int64.
@@ -245,6 +247,7 @@ def score_corpus(
                                                                max_tokens=max_tokens,
                                                                **options),
                            bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    settings.check_bootstrap_work(len(texts))
     table = Scorer(settings.scoring).score_batch(texts, refs).table
     id_column = None
     if id_values is not None:
@@ -328,7 +331,9 @@ def score(
 
     Raises:
         ConfigError: invalid settings or run id; an output inside an input or the reverse;
-            an output that is the current directory or above it.
+            an output that is the current directory or above it; a bootstrap whose work
+            over the prediction rows is beyond the limit
+            (:meth:`~pipeline.config.ScoreConfig.check_bootstrap_work`).
         MissingExtraError: the Ray engine chosen and Ray not installed (a ConfigError:
             exit 2), checked before anything is staged.
         InputError: missing, unreadable or empty files, missing columns, bad types, ids
@@ -360,6 +365,7 @@ def score(
     _check_cluster_paths(cfg, {"--output": output, "PREDICTIONS": predictions,
                                "--references": references})
     plan = make_plan(predictions, references, cfg)
+    cfg.check_bootstrap_work(plan.prediction_rows)  # bounded before anything is staged
     if choose_engine(cfg, plan)[0] == "ray":  # a missing extra: exit 2, nothing staged
         from pipeline.engine.ray_runner import require_ray
 

@@ -83,7 +83,8 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Cut texts longer than N tokens before ROUGE (signature "
                           "maxtok:N); see --on-long-text.  [default: 100000]"),
         click.option("--bootstrap", type=int, metavar="N",
-                     help="Bootstrap resamples for the intervals; 0 turns them off.  "
+                     help="Bootstrap resamples for the intervals; 0 turns them off; at "
+                          "most 100000, and above 1000 at most 10^10 rows x N.  "
                           "[default: 1000]"),
         click.option("--confidence", type=float,
                      help="Confidence level of the intervals.  [default: 0.95]"),
