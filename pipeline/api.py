@@ -1519,7 +1519,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
     Raises:
         ConfigError: an unknown setting or a value out of range.
         InputError: unreadable inputs; missing columns; judged ids absent from the scores;
-            duplicated ids; non-numeric or infinite values; lists of different lengths.
+            duplicated ids; non-numeric or infinite values (a judgment column of text in a
+            Parquet or JSON Lines file, even text of numbers); lists of different lengths.
         OutputExistsError: the outputs exist (without ``overwrite``) or are not ours.
         ExecutionError: the outputs cannot be written.
 
@@ -1528,6 +1529,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
     from pipeline.agree.analysis import AgreeSettings, analyse
     from pipeline.agree.tables import join_scores, result_document, rows_table
     from pipeline.io.agreement import check_output, read_table, write_outputs
+    from pipeline.io.files import locate
+    from pipeline.io.read import input_format
 
     fields = AgreeSettings.__dataclass_fields__
     unknown = [k for k in settings if k not in fields]
@@ -1555,7 +1558,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
                          humans=humans, measures=measures, system_column=system_column,
                          input_column=input_column,
                          id_column=id_column or (run.id_column if run else "id"),
-                         group_by=tuple(group_by))
+                         group_by=tuple(group_by),
+                         judgments_as_text=input_format(locate(judgments).path) == "csv")
     result = analyse(joined.frame, id_column=joined.id_column,
                      system_column=joined.system_column, input_column=joined.input_column,
                      measures=joined.measures, humans=joined.humans,
