@@ -527,7 +527,7 @@ def compare(
     Raises:
         ConfigError: bad settings.
         InputError: incomplete or unreadable runs or history.
-        OutputExistsError: ``output`` is in the way (a file, a symlink, a score run's
+        OutputExistsError: ``output`` is in the way (a file, a symbolic link, a score run's
             directory or one inside it, comparison files compare did not write), refused
             before any work.
         ExecutionError: the output cannot be written.
@@ -1435,7 +1435,7 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
         ConfigError: ``top`` < 0, an unknown ``trend_groups``.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
-        OutputExistsError: the output is a directory, a symlink, or a file that is not a
+        OutputExistsError: the output is a directory, a symbolic link, or a file that is not a
             report written by ``overlap report`` (nothing written).
         ExecutionError: the output cannot be written.
 

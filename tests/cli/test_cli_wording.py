@@ -88,3 +88,30 @@ def test_mixing_rouge_with_rouge155_metrics_says_what_to_do():
                                      "--tokenizer", "rouge155"])
     assert done.exit_code == 0, done.output
     assert "|tok:rouge155|" in done.stdout
+
+
+def test_an_output_that_is_a_symbolic_link_is_said_so_in_one_wording_by_every_command(
+        tmp_path):
+    # score and agree said "symbolic link", compare and report "symlink": one wording, and
+    # the real path to pass instead
+    runs = scored_runs(tmp_path)
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    preds = tmp_path / "in" / "predictions.parquet"
+    commands = {
+        "score": ["score", str(tmp_path / "in"), "--output", str(link)],
+        "compare": ["compare", str(runs["a"]), str(runs["a"]), "--output", str(link)],
+        "compare --plot": ["compare", str(runs["a"]), str(runs["a"]), "--plot", str(link)],
+        "report": ["report", str(runs["a"]), "--output", str(link)],
+        "agree": ["agree", str(runs["a"]), "--judgments", str(preds), "--output", str(link)],
+    }
+    for name, args in commands.items():
+        result = CliRunner().invoke(main, args)
+        errors = [x for x in result.output.splitlines() if x.startswith("Error")]
+        assert result.exit_code == 3 and len(errors) == 1, (name, result.output)
+        assert f"{link} is a symbolic link" in errors[0], (name, errors[0])
+        assert "symlink" not in errors[0], (name, errors[0])
+        assert f"{target}" in errors[0] and "pass the real path" in errors[0], (name, errors[0])
+    assert list(target.iterdir()) == []
