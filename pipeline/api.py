@@ -949,8 +949,7 @@ def _score_night(night: _Night, predictions: str, references: str | None,
               run_id=night.run_id, progress=said_started)
     except KeyboardInterrupt:
         said_started()
-        log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
-            f"with RUN_DATE={night.run_date}")
+        log(f"interrupted while scoring {run_dir}; to resume, {night.again}")
         raise
     except PipelineError as error:
         resume = f"; to resume, {night.again}" if _staging_left(run_dir) else ""
