@@ -394,10 +394,13 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
 
     Returns:
         Plain text: a header, one row for the whole run then one per group, and where the
-        output went.
+        output went. Group values and group column names have their control and
+        bidirectional-format characters escaped (a newline as ``\\x0a``, U+202E as
+        ``\\u202e``), as the JSON output has them.
 
     """
     from pipeline.aggregate import metric_aggregates
+    from pipeline.cli.compare import safe
     from pipeline.metrics import registry
 
     config = manifest["config"]
@@ -421,10 +424,11 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
         at = r["threshold"]
         table.setdefault(key, {})[(r["metric"], r["measure"], r["statistic"],
                                    at if r["statistic"] == "pass_rate" else None)] = r
-    label = ", ".join(group_by) if group_by else ""
+    # group values and column names are data: control and bidi characters escaped
+    label = safe(", ".join(group_by)) if group_by else ""
     lines_in = []
     for key, cells in table.items():
-        name = "(all)" if key == ("all",) else ", ".join("(null)" if v is None else str(v)
+        name = "(all)" if key == ("all",) else ", ".join("(null)" if v is None else safe(v)
                                                           for v in key)
         values = []
         for c in columns:
