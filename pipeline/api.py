@@ -225,7 +225,9 @@ def score_corpus(
 
     Raises:
         ConfigError: unknown metric, option or value; ``n_bootstrap``, ``confidence`` or
-            ``seed`` out of range.
+            ``seed`` out of range (``n_bootstrap`` beyond the memory, beyond
+            :data:`~pipeline.config.MAX_BOOTSTRAP`, or over N beyond
+            :data:`~pipeline.config.MAX_BOOTSTRAP_WORK`).
         InputError: no prediction; ``ids`` of another length than ``predictions``, null,
             neither strings nor integers, strings mixed with integers, or integers outside
             int64.
@@ -245,6 +247,7 @@ def score_corpus(
                                                                max_tokens=max_tokens,
                                                                **options),
                            bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    settings.check_bootstrap_work(len(texts))
     table = Scorer(settings.scoring).score_batch(texts, refs).table
     id_column = None
     if id_values is not None:
@@ -328,7 +331,9 @@ def score(
 
     Raises:
         ConfigError: invalid settings or run id; an output inside an input or the reverse;
-            an output that is the current directory or above it.
+            an output that is the current directory or above it; a bootstrap whose work
+            over the prediction rows is beyond the limit
+            (:meth:`~pipeline.config.ScoreConfig.check_bootstrap_work`).
         MissingExtraError: the Ray engine chosen and Ray not installed (a ConfigError:
             exit 2), checked before anything is staged.
         InputError: missing, unreadable or empty files, missing columns, bad types, ids
@@ -360,6 +365,7 @@ def score(
     _check_cluster_paths(cfg, {"--output": output, "PREDICTIONS": predictions,
                                "--references": references})
     plan = make_plan(predictions, references, cfg)
+    cfg.check_bootstrap_work(plan.prediction_rows)  # bounded before anything is staged
     if choose_engine(cfg, plan)[0] == "ray":  # a missing extra: exit 2, nothing staged
         from pipeline.engine.ray_runner import require_ray
 
@@ -521,7 +527,7 @@ def compare(
     Raises:
         ConfigError: bad settings.
         InputError: incomplete or unreadable runs or history.
-        OutputExistsError: ``output`` is in the way (a file, a symlink, a score run's
+        OutputExistsError: ``output`` is in the way (a file, a symbolic link, a score run's
             directory or one inside it, comparison files compare did not write), refused
             before any work.
         ExecutionError: the output cannot be written.
@@ -943,8 +949,7 @@ def _score_night(night: _Night, predictions: str, references: str | None,
               run_id=night.run_id, progress=said_started)
     except KeyboardInterrupt:
         said_started()
-        log(f"interrupted while scoring {run_dir}; to resume, run the same command again "
-            f"with RUN_DATE={night.run_date}")
+        log(f"interrupted while scoring {run_dir}; to resume, {night.again}")
         raise
     except PipelineError as error:
         resume = f"; to resume, {night.again}" if _staging_left(run_dir) else ""
@@ -1429,7 +1434,7 @@ def report(run_dir: str, *, output: str, baseline: str | None = None, top: int =
         ConfigError: ``top`` < 0, an unknown ``trend_groups``.
         InputError: an incomplete or unreadable run.
         SignatureMismatchError: runs scored with different settings.
-        OutputExistsError: the output is a directory, a symlink, or a file that is not a
+        OutputExistsError: the output is a directory, a symbolic link, or a file that is not a
             report written by ``overlap report`` (nothing written).
         ExecutionError: the output cannot be written.
 
@@ -1513,7 +1518,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
     Raises:
         ConfigError: an unknown setting or a value out of range.
         InputError: unreadable inputs; missing columns; judged ids absent from the scores;
-            duplicated ids; non-numeric or infinite values; lists of different lengths.
+            duplicated ids; non-numeric or infinite values (a judgment column of text in a
+            Parquet or JSON Lines file, even text of numbers); lists of different lengths.
         OutputExistsError: the outputs exist (without ``overwrite``) or are not ours.
         ExecutionError: the outputs cannot be written.
 
@@ -1522,6 +1528,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
     from pipeline.agree.analysis import AgreeSettings, analyse
     from pipeline.agree.tables import join_scores, result_document, rows_table
     from pipeline.io.agreement import check_output, read_table, write_outputs
+    from pipeline.io.files import locate
+    from pipeline.io.read import input_format
 
     fields = AgreeSettings.__dataclass_fields__
     unknown = [k for k in settings if k not in fields]
@@ -1549,7 +1557,8 @@ def agree(scores: str, *, judgments: str, humans: Sequence[str] | None = None,
                          humans=humans, measures=measures, system_column=system_column,
                          input_column=input_column,
                          id_column=id_column or (run.id_column if run else "id"),
-                         group_by=tuple(group_by))
+                         group_by=tuple(group_by),
+                         judgments_as_text=input_format(locate(judgments).path) == "csv")
     result = analyse(joined.frame, id_column=joined.id_column,
                      system_column=joined.system_column, input_column=joined.input_column,
                      measures=joined.measures, humans=joined.humans,

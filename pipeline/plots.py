@@ -55,7 +55,7 @@ def check_plot_output(path: str) -> None:
         path: the PNG file to write (local path).
 
     Raises:
-        OutputExistsError: ``path`` is a symlink, a directory, a file inside a complete
+        OutputExistsError: ``path`` is a symbolic link, a directory, a file inside a complete
             overlap score run's directory, or an existing file that is not a plot drawn by
             this package (exit 3; nothing is written).
 
@@ -63,8 +63,8 @@ def check_plot_output(path: str) -> None:
     from pipeline.errors import OutputExistsError
 
     if os.path.islink(path):
-        raise OutputExistsError(f"plot {path} is a symlink; refusing to replace it",
-                                hint="name the file itself, or another --plot")
+        raise OutputExistsError(f"plot {path} is a symbolic link; refusing to replace it",
+                                hint=f"pass the real path, e.g. --plot {os.path.realpath(path)}")
     if os.path.isdir(path):
         raise OutputExistsError(f"plot {path} is a directory; refusing to replace it",
                                 hint="name a file, e.g. --plot delta.png")

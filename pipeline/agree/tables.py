@@ -100,6 +100,71 @@ def _numeric_like(column: pd.Series) -> bool:
     return bool(column.notna().any()) and bool(converted.notna().sum() == column.notna().sum())
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _is_number(value: Any) -> bool:
+    """A real number (not a bool, not text); numpy scalars and ``Decimal`` included."""
+    import numbers
+
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+        or type(value).__name__ == "Decimal"
+
+
+def _check_judgment_column(frame: pd.DataFrame, name: str, *, file: str, as_text: bool,
+                           id_column: str, chosen: bool) -> int:
+    """Refuse a judgment column that does not hold numbers; count its missing judgments.
+
+    Args:
+        frame: the judgments (lists already parsed from CSV cells).
+        name: the judgment column.
+        file: the judgments' path, for errors and notes.
+        as_text: the file keeps every cell as text (CSV): numbers are parsed from it; else
+            (Parquet, JSON Lines) a number must be stored as a number.
+        id_column: the id column, for the ids named in errors.
+        chosen: the column was picked as numeric-like by default (not named by --human).
+
+    Returns:
+        Judged examples without a value in the column (null or NaN; for a list of raters,
+        no rater's value), >= 0.
+
+    Raises:
+        InputError: text where a number belongs (a typed file's text column, even of
+            numbers; a CSV cell that does not parse as a number; text in a list of raters),
+            naming the file, the column and the first ids.
+
+    """
+    import pandas as pd
+
+    column = frame[name]
+    hint = ("store the judgments as numbers, or name the judgment columns with --human"
+            if chosen else "store the judgments as numbers")
+
+    def refuse(bad: pd.Series, what: str) -> None:
+        ids = _ids(frame.loc[bad[bad].index, id_column].tolist())
+        first = column[bad[bad].index[0]]
+        raise InputError(f"judgments {file}: judgment column {name!r} is non-numeric: it "
+                         f"holds {what} ({first!r} at {id_column} {ids})", hint=hint)
+
+    if _is_list_column(column):
+        bad = column.map(lambda v: not _missing(v) and any(
+            not (_missing(r) or _is_number(r)) for r in v))
+        if bad.any():
+            refuse(bad, "lists with text")
+        return sum(1 for v in column if _missing(v) or all(_missing(r) for r in v))
+    if as_text:
+        parsed = pd.to_numeric(column, errors="coerce")
+        bad = parsed.isna() & column.notna() & (column.astype(str) != "")  # "": missing
+        if bad.any():
+            refuse(bad, "text that is not a number")
+        return int(parsed.isna().sum())
+    bad = column.map(lambda v: isinstance(v, (str, bytes)))
+    if bad.any():
+        refuse(bad.astype(bool), "text")
+    return int(pd.to_numeric(column, errors="coerce").isna().sum())
+
+
 def _resolve_measures(asked: Sequence[str] | None, columns: Sequence[str],
                       run_float_columns: Sequence[str] | None, exclude: set[str],
                       frame: pd.DataFrame, scores_name: str) -> list[str]:
@@ -133,7 +198,8 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
                 run_float_columns: Sequence[str] | None, scores_name: str,
                 judgments_name: str, humans: Sequence[str] | None,
                 measures: Sequence[str] | None, system_column: str,
-                input_column: str | None, id_column: str, group_by: Sequence[str]) -> Joined:
+                input_column: str | None, id_column: str, group_by: Sequence[str],
+                judgments_as_text: bool = False) -> Joined:
     """Join scores and judgments by id, with the checks of bad input.
 
     Args:
@@ -150,13 +216,17 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
             else one row per system).
         id_column: the id column of both tables.
         group_by: subset columns (judgments first, else scores).
+        judgments_as_text: the judgments file keeps every cell as text (CSV), so numbers
+            are parsed from it; otherwise a judgment column of text is refused.
 
     Returns:
-        :class:`Joined`.
+        :class:`Joined`, whose notes count per judgment column the judged examples
+        without a value (null or NaN), left out of that column's coefficients.
 
     Raises:
         InputError: a missing id, system, input, human or group column; duplicated ids;
-            judged ids absent from the scores; no judged example left.
+            judged ids absent from the scores; a judgment column of text (in CSV: a cell
+            that is not a number), naming the file and the column; no judged example left.
 
     """
     if run_float_columns is not None:
@@ -240,6 +310,14 @@ def join_scores(scores: pd.DataFrame, judgments: pd.DataFrame, *,
         if not human_list:
             raise InputError(f"judgments {judgments_name}: no numeric judgment column",
                              hint="name one with --human")
+    for h in human_list:
+        n_missing = _check_judgment_column(judgments, h, file=judgments_name,
+                                           as_text=judgments_as_text, id_column=id_column,
+                                           chosen=not humans)
+        if n_missing:
+            notes.append(f"{n_missing} judged example{'s have' if n_missing > 1 else ' has'} "
+                         f"no {h!r} judgment (null or NaN) in {judgments_name} and "
+                         f"{'are' if n_missing > 1 else 'is'} left out of its coefficients")
     measure_list = _resolve_measures(measures, [c for c in scores.columns if c != id_column],
                                      run_float_columns, structural | set(human_list), scores,
                                      scores_name)

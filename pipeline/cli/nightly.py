@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any
 
@@ -139,6 +140,38 @@ def _compare_options(text: str) -> dict[str, Any]:
     return options
 
 
+def _flag_from_environment(ctx: click.Context, name: str, variable: str,
+                           value: bool | None) -> bool | None:
+    """A yes/no option's value from its environment variable, when the flag was not given.
+
+    ``REPORT`` and ``PLOT`` are common names that other tools set to other things (a path,
+    a word): a value that is not yes/no (click's booleans: 1/0, true/false, yes/no, on/off,
+    y/n, t/f, any case) is ignored with a one-line warning naming the variable, never an
+    error that stops the night. An empty value counts as unset.
+
+    Args:
+        ctx: the command's context (says whether the flag was given).
+        name: the parameter's name (``plot``, ``write_report``).
+        variable: the environment variable (``PLOT``, ``REPORT``).
+        value: the parameter's parsed value (its default when not given).
+
+    Returns:
+        The flag's value: as given on the command line, else the variable's, else ``value``.
+
+    """
+    from click.core import ParameterSource
+
+    text = os.environ.get(variable, "")
+    if ctx.get_parameter_source(name) != ParameterSource.DEFAULT or not text.strip():
+        return value
+    try:
+        return bool(click.BOOL.convert(text, None, ctx))
+    except click.BadParameter:
+        click.echo(f"nightly: warning: {variable}={safe(repr(text))} is not 1 or 0 (nor "
+                   f"true/false, yes/no, on/off); {variable} ignored", err=True)
+        return value
+
+
 @main.command("nightly", epilog="""\b
 Examples:
   overlap nightly nights pipeline/data/realsumm/predictions \\
@@ -165,9 +198,9 @@ Details, cron and Airflow: docs/nightly.md.""")
 @click.option("--publish-args", envvar="PUBLISH_ARGS", default="",
               help="When set, publish tonight's run with these `overlap publish` options "
                    "(env PUBLISH_ARGS), e.g. \"--delta /data/warehouse --label model=m7\".")
-@click.option("--report/--no-report", "write_report", envvar="REPORT", default=False,
+@click.option("--report/--no-report", "write_report", default=False,
               help="Also write COMPARE_DIR/report.html (env REPORT=1).")
-@click.option("--plot/--no-plot", envvar="PLOT", default=None,
+@click.option("--plot/--no-plot", default=None,
               help="Draw COMPARE_DIR/delta.png (env PLOT=1 / PLOT=0).  [default: when "
                    "matplotlib is installed; --plot without it: a warning]")
 @click.pass_context
@@ -201,6 +234,10 @@ def nightly_command(ctx: click.Context, root: str, predictions: str, references:
 
     def log(line: str) -> None:
         click.echo(f"nightly: {safe(' '.join(line.split()))}", err=True)
+
+    # read here, not by click: a PLOT or REPORT meant for another tool is a warning
+    write_report = bool(_flag_from_environment(ctx, "write_report", "REPORT", write_report))
+    plot = _flag_from_environment(ctx, "plot", "PLOT", plot)
 
     try:
         _refuse_owned(score_command, "SCORE_ARGS", [predictions], score_args, _FIXED_SCORE)

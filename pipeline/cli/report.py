@@ -67,7 +67,7 @@ def report_command(ctx: click.Context, run_dir: str, baseline: str | None, outpu
     An existing FILE.html is replaced only when it is a report written by overlap report.
 
     Exit codes: 0 written, 2 bad usage or input (an incomplete run, differing signatures),
-    3 the output is in the way (a file that is not our report, a directory, a symlink),
+    3 the output is in the way (a file that is not our report, a directory, a symbolic link),
     4 the file cannot be written.
     """
     from pipeline import api

@@ -83,7 +83,8 @@ def _scoring_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Cut texts longer than N tokens before ROUGE (signature "
                           "maxtok:N); see --on-long-text.  [default: 100000]"),
         click.option("--bootstrap", type=int, metavar="N",
-                     help="Bootstrap resamples for the intervals; 0 turns them off.  "
+                     help="Bootstrap resamples for the intervals; 0 turns them off; at "
+                          "most 100000, and above 1000 at most 10^10 rows x N.  "
                           "[default: 1000]"),
         click.option("--confidence", type=float,
                      help="Confidence level of the intervals.  [default: 0.95]"),
@@ -393,10 +394,13 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
 
     Returns:
         Plain text: a header, one row for the whole run then one per group, and where the
-        output went.
+        output went. Group values and group column names have their control and
+        bidirectional-format characters escaped (a newline as ``\\x0a``, U+202E as
+        ``\\u202e``), as the JSON output has them.
 
     """
     from pipeline.aggregate import metric_aggregates
+    from pipeline.cli.compare import safe
     from pipeline.metrics import registry
 
     config = manifest["config"]
@@ -420,10 +424,11 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
         at = r["threshold"]
         table.setdefault(key, {})[(r["metric"], r["measure"], r["statistic"],
                                    at if r["statistic"] == "pass_rate" else None)] = r
-    label = ", ".join(group_by) if group_by else ""
+    # group values and column names are data: control and bidi characters escaped
+    label = safe(", ".join(group_by)) if group_by else ""
     lines_in = []
     for key, cells in table.items():
-        name = "(all)" if key == ("all",) else ", ".join("(null)" if v is None else str(v)
+        name = "(all)" if key == ("all",) else ", ".join("(null)" if v is None else safe(v)
                                                           for v in key)
         values = []
         for c in columns:

@@ -150,7 +150,7 @@ class OutputLock:
         except OSError as e:
             if e.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EMLINK):
                 raise
-            raise self._foreign("a symlink" if os.path.islink(self.loc.path)
+            raise self._foreign("a symbolic link" if os.path.islink(self.loc.path)
                                 else "not a regular file") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:

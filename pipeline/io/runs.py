@@ -243,13 +243,39 @@ def _looks_like_input(fs: pafs.FileSystem, root: str) -> bool:
         return False
 
 
+def _nightly_root(fs: pafs.FileSystem, root: str) -> list[str] | None:
+    """The ``run_date=D/run_id=ID`` runs (with ``_SUCCESS``) under a nightly ROOT, newest last.
+
+    None when ``root`` holds no ``run_date=`` directory (not a nightly root); an empty list
+    when it holds some but no complete run. Ordered by the directories' names.
+    """
+    try:
+        dates = sorted(e.base_name for e in fs.get_file_info(pafs.FileSelector(root))
+                       if e.type == pafs.FileType.Directory
+                       and e.base_name.startswith("run_date="))
+        if not dates:
+            return None
+        found = []
+        for date in dates:
+            for e in sorted(fs.get_file_info(pafs.FileSelector(posixpath.join(root, date))),
+                            key=lambda e: e.base_name):
+                if e.type == pafs.FileType.Directory and e.base_name.startswith("run_id=") \
+                        and fs.get_file_info(posixpath.join(e.path, SUCCESS_MARKER)).type \
+                        == pafs.FileType.File:
+                    found.append(f"{date}/{e.base_name}")
+        return found
+    except OSError:
+        return None
+
+
 def _complete_run(path: str, *, hint: str | None = None
                   ) -> tuple[pafs.FileSystem, str, dict[str, Any]]:
     """The filesystem, root and checked manifest of a complete run (with ``_SUCCESS``).
 
     Raises:
-        InputError: not a directory; no ``_SUCCESS`` (with ``hint``); a missing, unreadable
-            or ill-typed manifest.
+        InputError: a file or nothing at ``path``; a nightly root (``run_date=``
+            directories: its newest complete night is named), an input folder, or no
+            ``_SUCCESS`` (with ``hint``); a missing, unreadable or ill-typed manifest.
 
     """
     fs, root = filesystem(path)
@@ -257,9 +283,20 @@ def _complete_run(path: str, *, hint: str | None = None
         info = fs.get_file_info([root, posixpath.join(root, SUCCESS_MARKER)])
     except OSError as err:
         raise InputError(f"cannot read {path}: {err}") from err
+    if info[0].type == pafs.FileType.File:
+        raise InputError(f"{path} is a file, not a run directory",
+                         hint="give the directory overlap score wrote, its --output")
     if info[0].type != pafs.FileType.Directory:
         raise InputError(f"{path}: no such run directory")
     if info[1].type != pafs.FileType.File:
+        nights = _nightly_root(fs, root)
+        if nights is not None:
+            shown = path.rstrip("/") or path
+            night = (f"e.g. {shown}/{nights[-1]}" if nights
+                     else f"{shown}/run_date=YYYY-MM-DD/run_id=ID once one is complete")
+            raise InputError(f"{path} is a nightly root (run_date= directories), not a run "
+                             "directory", hint=f"give one night's run, {night}; compare and "
+                                               "report take the root as --history")
         if _looks_like_input(fs, root):
             raise InputError(f"{path} is not a run directory: it holds Parquet files but no "
                              f"{MANIFEST_NAME} or {AGGREGATE_NAME}; it looks like input "
@@ -286,13 +323,14 @@ def open_run(path: str) -> RunInfo:
         A :class:`RunInfo`.
 
     Raises:
-        InputError: not a directory; an input folder (Parquet files, neither manifest nor
-            aggregate: said to be one); no ``_SUCCESS`` (incomplete or failed run); a missing
-            or unreadable manifest, or one with a field of another JSON type; no example
-            files; a file the manifest lists missing, or one it does not list present; a
-            file with other rows, size or checksum than the manifest records, or written by
-            another run; files whose schemas differ; no signature; the id or group columns
-            missing from the examples.
+        InputError: not a directory (a file: said to be one); a nightly root (``run_date=``
+            directories: said to be one, with its newest complete night); an input folder
+            (Parquet files, neither manifest nor aggregate: said to be one); no ``_SUCCESS``
+            (incomplete or failed run); a missing or unreadable manifest, or one with a
+            field of another JSON type; no example files; a file the manifest lists
+            missing, or one it does not list present; a file with other rows, size or
+            checksum than the manifest records, or written by another run; files whose
+            schemas differ; no signature; the id or group columns missing from the examples.
 
     """
     fs, root, manifest = _complete_run(
@@ -660,7 +698,7 @@ def check_comparison_output(output_dir: str) -> None:
         output_dir: the directory (local path or URI).
 
     Raises:
-        OutputExistsError: ``output_dir`` is a file or a symlink, is (or is inside) a
+        OutputExistsError: ``output_dir`` is a file or a symbolic link, is (or is inside) a
             complete overlap score run's directory, or holds a
             ``compare.json``/``compare.parquet`` that compare did not write (exit 3).
         InputError: the storage cannot be read.
@@ -671,8 +709,9 @@ def check_comparison_output(output_dir: str) -> None:
     fs, root = filesystem(output_dir)
     shown = output_dir.rstrip("/") or output_dir
     if isinstance(fs, pafs.LocalFileSystem) and os.path.islink(root.rstrip("/")):
-        raise OutputExistsError(f"output {shown} is a symlink; refusing to write through it",
-                                hint="name the directory itself, or another --output")
+        raise OutputExistsError(f"output {shown} is a symbolic link; refusing to write "
+                                "through it", hint="pass the real path, e.g. --output "
+                                                   f"{os.path.realpath(root)}")
     try:
         check_output_place(output_dir)
         info = fs.get_file_info(root)

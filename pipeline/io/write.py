@@ -153,7 +153,7 @@ def write_report_file(html: str, loc: Location, *, output: str) -> None:
         output: the output as the user named it, for messages.
 
     Raises:
-        OutputExistsError: ``loc`` is a directory, a symlink, or a file that is not a report
+        OutputExistsError: ``loc`` is a directory, a symbolic link, or a file that is not a report
             written by ``overlap report`` (exit 3; nothing is written).
         ConfigError: ``loc``'s local directory does not exist or is a file (exit 2).
         ExecutionError: the storage refused the write.
@@ -207,8 +207,9 @@ def check_report_output(loc: Location, *, output: str) -> None:
 
 def _check_report_destination(loc: Location, *, output: str, local: bool) -> None:
     if local and os.path.islink(loc.path):
-        raise OutputExistsError(f"output {output} is a symlink; refusing to replace it",
-                                hint="name the file itself, or another --output")
+        raise OutputExistsError(f"output {output} is a symbolic link; refusing to replace it",
+                                hint="pass the real path, e.g. --output "
+                                     f"{os.path.realpath(loc.path)}")
     kind = _exists(loc)
     if kind == pafs.FileType.NotFound:
         folder = os.path.dirname(loc.path)
@@ -638,7 +639,7 @@ def _is_score_run(fs: pafs.FileSystem, path: str) -> bool:
 
 def check_output_place(output: str, *, may_be_run: bool = False,
                        may_be_link: bool = False) -> None:
-    """Refuse, before any work, an output that is a symlink or lies in a score run.
+    """Refuse, before any work, an output that is a symbolic link or lies in a score run.
 
     A complete ``overlap score`` run's directory holds exactly the files its manifest names:
     anything written into it (a comparison, a report, agreement files, another run) makes it

@@ -362,3 +362,84 @@ def test_the_verdict_says_how_the_best_measure_stands_to_the_raters(low, high, w
     doc = {"verdict": [verdict], "ceiling": [], "rows": [], "notes": [], "signature": "s",
            "settings": {}}
     assert summary_text(doc).splitlines()[0].endswith("; " + words)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+@pytest.mark.parametrize("named", [True, False])
+def test_a_text_judgment_column_is_refused_even_of_numbers(tmp_path, fmt, named):
+    # a typed file (Parquet, JSON Lines) whose judgment column is text, "3.0": refused in
+    # one line naming the file and the column, nothing written (CSV cells are text: parsed)
+    scores, judgments = _base()
+    judgments["h"] = judgments["h"].map(lambda v: f"{v:.1f}")
+    scores.to_parquet(tmp_path / "bs.parquet")
+    path = tmp_path / f"bj.{fmt}"
+    if fmt == "parquet":
+        judgments.to_parquet(path)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in judgments.to_dict("records")))
+    r = _run([str(tmp_path / "bs.parquet"), "--judgments", str(path), "--output",
+              str(tmp_path / "out"), "--n-resamples", "5", "--n-permutations", "0",
+              *(("--human", "h") if named else ())])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output, r.output
+    assert str(path) in lines[0] and "column 'h' is non-numeric" in lines[0], lines[0]
+    assert "'0.0' at id 'e0'" in lines[0], lines[0]
+    assert ("--human" in lines[0]) is not named  # the hint names --human when it was not
+    assert not (tmp_path / "out").exists()
+    judgments.to_csv(tmp_path / "bj.csv", index=False)  # the same text in CSV: numbers
+    ok = _run([str(tmp_path / "bs.parquet"), "--judgments", str(tmp_path / "bj.csv"),
+               "--n-resamples", "5", "--n-permutations", "0"])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_text_in_a_list_of_raters_and_a_csv_cell_that_is_no_number_are_refused(tmp_path):
+    # a CSV cell holding a JSON array with a string in it
+    scores, judgments = _base()
+    scores.to_parquet(tmp_path / "bs.parquet")
+    judgments["h"] = ["[1, 2]"] * 11 + ['[1, "2"]']
+    judgments.to_csv(tmp_path / "lists.csv", index=False)
+    r = _run([str(tmp_path / "bs.parquet"), "--judgments", str(tmp_path / "lists.csv"),
+              "--output", str(tmp_path / "out"), "--n-resamples", "5"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "lists.csv" in r.output and "column 'h' is non-numeric" in r.output, r.output
+    assert "lists with text" in r.output and "'e11'" in r.output, r.output
+    scores, judgments = _base()
+    judgments["h"] = judgments["h"].astype(object)
+    judgments.loc[7, "h"] = "high"
+    scores.to_parquet(tmp_path / "bs.parquet")
+    judgments.to_csv(tmp_path / "bj.csv", index=False)
+    r = _run([str(tmp_path / "bs.parquet"), "--judgments", str(tmp_path / "bj.csv"),
+              "--output", str(tmp_path / "out"), "--n-resamples", "5", "--human", "h"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "bj.csv" in r.output and "'high' at id 'e7'" in r.output, r.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_judgments_are_left_out_with_a_note_naming_the_count_and_the_file(tmp_path):
+    scores, judgments = _base()
+    judgments["h"] = judgments["h"].astype(object)
+    judgments.loc[[2, 9], "h"] = None
+    judgments["h"] = judgments["h"].astype(float)
+    judgments.loc[5, "h"] = np.nan
+    judgments["r"] = [[1.0, 2.0]] * 11 + [[None, None]]  # no rater's value: missing too
+    path = tmp_path / "bj.parquet"
+    judgments.to_parquet(path)
+    scores.to_parquet(tmp_path / "bs.parquet")
+    r = _run([str(tmp_path / "bs.parquet"), "--judgments", str(path), "--levels", "global",
+              "--n-resamples", "5", "--n-permutations", "0", "--coefficients", "pearson"])
+    assert r.exit_code == 0, r.output
+    assert (f"note: 3 judged examples have no 'h' judgment (null or NaN) in {path} and are "
+            "left out of its coefficients") in r.stdout, r.stdout
+    assert (f"note: 1 judged example has no 'r' judgment (null or NaN) in {path} and is "
+            "left out of its coefficients") in r.stdout, r.stdout
+    j = _run([str(tmp_path / "bs.parquet"), "--judgments", str(path), "--levels", "global",
+              "--n-resamples", "5", "--n-permutations", "0", "--coefficients", "pearson",
+              "--format", "json"])
+    doc = json.loads(j.stdout)
+    assert sum("no 'h' judgment" in n for n in doc["notes"]) == 1
+    # left out pairwise: the value is Pearson's r over the 9 judged examples (scipy)
+    keep = judgments["h"].notna()
+    row = next(x for x in doc["rows"] if x["human"] == "h")
+    assert row["value"] == pytest.approx(
+        stats.pearsonr(scores["m"][keep], judgments["h"][keep])[0], abs=1e-12)

@@ -124,6 +124,45 @@ def test_score_bootstrap_beyond_memory_is_refused_up_front_with_nothing_staged(t
     assert big.returncode == 2 and "at most" in _one_error_line(big.stderr), big.stderr
 
 
+def test_score_bootstrap_beyond_the_maximum_is_refused_up_front_with_nothing_staged(tmp_path):
+    # 200,000 resamples of 40 rows fit in any memory (about 20 MB) but pass the documented
+    # maximum (docs/failures.md): refused in one line before any work, not run for minutes
+    from pipeline.config import MAX_BOOTSTRAP
+
+    done = overlap("score", _inputs(tmp_path / "in", drop=1), "--output", str(tmp_path / "out"),
+                   "--engine", "local", "--bootstrap", str(2 * MAX_BOOTSTRAP))
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done.stderr)
+    assert "bootstrap" in line and "200,000" in line and "100,000" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # no staging, no output
+
+
+def test_score_bootstrap_beyond_the_work_limit_is_refused_before_anything_is_staged(
+        tmp_path, monkeypatch):
+    # rows x resamples above the limit: refused once the footers give the row count, before
+    # the staging directory exists; the default 1,000 resamples are taken at any size. The
+    # limit is lowered to 40 rows x 1,500 resamples here (a million-row input would be slow).
+    import pipeline.config
+
+    monkeypatch.setattr(pipeline.config, "MAX_BOOTSTRAP_WORK", N * 1500)
+    path = _inputs(tmp_path / "in", drop=1)
+    args = ["score", path, "--metrics", "rouge1", "--engine", "local"]
+    refused = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "a"),
+                                        "--bootstrap", "1501"])
+    assert refused.exit_code == 2, refused.output
+    errors = [x for x in refused.output.splitlines() if x.startswith("Error")]
+    assert len(errors) == 1 and "Traceback" not in refused.output, refused.output
+    assert f"1,501 resamples over {N} examples" in errors[0], errors[0]
+    assert "at most 1,500 resamples" in errors[0], errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    within = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "b"),
+                                       "--bootstrap", "1500"])
+    assert within.exit_code == 0, within.output
+    monkeypatch.setattr(pipeline.config, "MAX_BOOTSTRAP_WORK", N * 10)
+    default = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "c")])
+    assert default.exit_code == 0, default.output  # 1,000 resamples: taken at any size
+
+
 def test_compare_n_bootstrap_beyond_memory_is_refused_with_exit_2(runs, tmp_path):
     base, cand = runs
     for n in (10**10, 10**20):

@@ -88,3 +88,60 @@ def test_mixing_rouge_with_rouge155_metrics_says_what_to_do():
                                      "--tokenizer", "rouge155"])
     assert done.exit_code == 0, done.output
     assert "|tok:rouge155|" in done.stdout
+
+
+def test_an_output_that_is_a_symbolic_link_is_said_so_in_one_wording_by_every_command(
+        tmp_path):
+    # score and agree said "symbolic link", compare and report "symlink": one wording, and
+    # the real path to pass instead
+    runs = scored_runs(tmp_path)
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    preds = tmp_path / "in" / "predictions.parquet"
+    commands = {
+        "score": ["score", str(tmp_path / "in"), "--output", str(link)],
+        "compare": ["compare", str(runs["a"]), str(runs["a"]), "--output", str(link)],
+        "compare --plot": ["compare", str(runs["a"]), str(runs["a"]), "--plot", str(link)],
+        "report": ["report", str(runs["a"]), "--output", str(link)],
+        "agree": ["agree", str(runs["a"]), "--judgments", str(preds), "--output", str(link)],
+    }
+    for name, args in commands.items():
+        result = CliRunner().invoke(main, args)
+        errors = [x for x in result.output.splitlines() if x.startswith("Error")]
+        assert result.exit_code == 3 and len(errors) == 1, (name, result.output)
+        assert f"{link} is a symbolic link" in errors[0], (name, errors[0])
+        assert "symlink" not in errors[0], (name, errors[0])
+        assert f"{target}" in errors[0] and "pass the real path" in errors[0], (name, errors[0])
+    assert list(target.iterdir()) == []
+
+
+def test_group_values_with_control_and_bidi_characters_are_escaped_in_the_tables(tmp_path):
+    # a newline in a group value split the row in two; U+202E turned the terminal's text
+    # around. Escaped as the json output escapes them (\x0a, \u202e); the json unchanged.
+    import json
+
+    groups = ["line\nbreak", "evil\u202eoc.exe", "tab\there", "esc\x1b[31mred"]
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": [f"e{i}" for i in range(8)],
+                             "prediction": ["the cat sat"] * 8,
+                             "references": [["the cat sat on"]] * 8,
+                             "sys\u202etem": [groups[i % 4] for i in range(8)]}), path)
+    base = ["score", str(path), "--engine", "local", "--bootstrap", "0", "--metrics",
+            "rouge1", "--group-by", "sys\u202etem"]
+    for fmt in ("summary", "wide"):
+        result = CliRunner().invoke(main, [*base, "--output", str(tmp_path / fmt),
+                                           "--format", fmt])
+        assert result.exit_code == 0, result.output
+        out = result.output
+        assert not any(ch in out for ch in "\u202e\x1b\t"), out
+        lines = out.splitlines()
+        for shown in ("line\\x0abreak", "evil\\u202eoc.exe", "tab\\x09here",
+                      "esc\\x1b[31mred"):
+            assert sum(x.startswith(shown) for x in lines) == 1, (shown, out)
+        assert any(x.startswith("sys\\u202etem") for x in lines), out
+    result = CliRunner().invoke(main, [*base, "--output", str(tmp_path / "j"),
+                                       "--format", "json"])
+    values = {r["sys\u202etem"] for r in json.loads(result.output)["aggregate"]}
+    assert values == {*groups, None}

@@ -279,6 +279,38 @@ def test_an_input_folder_given_as_a_run_is_said_to_be_one(tmp_path, runs):
     assert result.exit_code == 2 and "no _SUCCESS marker" in result.output
 
 
+def test_a_file_or_a_nightly_root_given_as_a_run_is_said_to_be_one(tmp_path, scored, runs):
+    # an existing file is no "no such run directory"; a nightly ROOT (run_date=/run_id=
+    # directories holding Parquet files) is no "input predictions" to be scored
+    afile = tmp_path / "afile.parquet"
+    afile.write_bytes(b"PAR1")
+    root = tmp_path / "nights"
+    write_run(root / "run_date=2026-12-01" / "run_id=a", scored.head(20), run_id="a")
+    write_run(root / "run_date=2026-12-02" / "run_id=b", scored.head(20), run_id="b")
+    write_run(root / "run_date=2026-12-03" / "run_id=c", scored.head(20), run_id="c",
+              success=False)  # unfinished: not the night to name
+    empty_root = tmp_path / "young"
+    write_run(empty_root / "run_date=2026-12-01" / "run_id=a", scored.head(20), run_id="a",
+              success=False)
+    cases = [(afile, [f"{afile} is a file, not a run directory"]),
+             (root, [f"{root} is a nightly root (run_date= directories), not a run directory",
+                     f"e.g. {root}/run_date=2026-12-02/run_id=b;",
+                     "take the root as --history"]),
+             (empty_root, [f"{empty_root}/run_date=YYYY-MM-DD/run_id=ID once one is complete"])]
+    for path, needles in cases:
+        for args in (["compare", str(runs["base"]), str(path)],
+                     ["report", str(path), "--output", str(tmp_path / "r.html")]):
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 2, result.output
+            lines = result.stderr.splitlines()
+            assert len(lines) == 1 and "Traceback" not in result.output, result.output
+            for needle in needles:
+                assert needle in lines[0], lines[0]
+            assert "no such run directory" not in lines[0], lines[0]
+            assert "input predictions" not in lines[0] and "_SUCCESS" not in lines[0]
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_no_common_example_exits_2(tmp_path, scored, runs):
     other = write_run(tmp_path / "o", scored.assign(id=scored["id"] + "-x"), run_id="o")
     result = CliRunner().invoke(main, ["compare", str(runs["base"]), str(other)])

@@ -390,6 +390,47 @@ def test_an_interrupted_night_without_run_id_resumes_and_leaves_no_staging(tmp_p
     assert not [p.name for p in date_dir.iterdir() if "overlap-staging" in p.name]
 
 
+@pytest.mark.parametrize("given", [None, "mine"])
+def test_the_interrupt_hint_names_the_run_id_and_following_it_resumes(tmp_path, predictions,
+                                                                     monkeypatch, given):
+    # the hint gave RUN_DATE alone; with a RUN_ID set (or one drawn for the night) a rerun
+    # by RUN_DATE alone does not find that run: the hint names both, and following it resumes
+    root = tmp_path / "nights"
+    config = ScoreConfig(metrics=("rouge1",), bootstrap=0, engine="local", num_cpus=1,
+                         partition_rows=2)
+    real_score = api.score
+
+    def interrupted(*args, progress=None, **kwargs):
+        def stop(stage: str, done: int, total: int) -> None:
+            if progress is not None:
+                progress(stage, done, total)
+            if stage == "score" and done >= 2:
+                raise KeyboardInterrupt
+        return real_score(*args, progress=stop, **kwargs)
+
+    monkeypatch.setattr(api, "score", interrupted)
+    logs: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        api.nightly(str(root), str(predictions), run_date="2025-01-01", run_id=given,
+                    config=config, plot=False, log=logs.append)
+    staged = [p.name for p in (root / "run_date=2025-01-01").iterdir()]
+    assert len(staged) == 1 and ".overlap-staging-" in staged[0], staged
+    run_id = staged[0].removeprefix(".run_id=").partition(".overlap-staging-")[0]
+    assert given is None or run_id == given
+    run_dir = root / "run_date=2025-01-01" / f"run_id={run_id}"
+    hint = logs[-1]
+    assert hint.startswith(f"interrupted while scoring {root}/run_date=2025-01-01/run_id="), hint
+    assert hint.endswith(f"to resume, run again with RUN_DATE=2025-01-01 RUN_ID={run_id}"), hint
+    monkeypatch.setattr(api, "score", real_score)
+    again: list[str] = []
+    night = api.nightly(str(root), str(predictions), run_date="2025-01-01", run_id=run_id,
+                        config=config, plot=False, log=again.append)
+    assert night.exit_code == 0, again
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["resumed"] is True and manifest["run_id"] == run_id
+    assert manifest["stages"]["score"]["partitions_reused"] >= 2, manifest["stages"]
+
+
 # --- item 29: missing predictions -------------------------------------------------------------
 
 def test_missing_predictions_reach_the_missing_alarm(tmp_path):

@@ -107,6 +107,25 @@ def test_score_corpus_refuses_resamples_no_machine_holds_before_any_work():
         api.score_corpus(["a b"], ["a b"], metrics=["rouge1"], n_bootstrap=10**12)
 
 
+def test_score_corpus_refuses_resamples_beyond_the_maximum_and_the_work_limit():
+    from pipeline.config import MAX_BOOTSTRAP, MAX_BOOTSTRAP_WORK, ScoreConfig
+
+    with pytest.raises(ConfigError, match=r"bootstrap: 100,001 resamples is more than the "
+                                          r"maximum of 100,000"):
+        api.score_corpus(["a b"], ["a b"], metrics=["rouge1"], n_bootstrap=MAX_BOOTSTRAP + 1)
+    # rows x resamples: 10^10 is the documented limit (docs/failures.md)
+    assert MAX_BOOTSTRAP_WORK == 10**10
+    ScoreConfig(bootstrap=5_000).check_bootstrap_work(2_000_000)  # 10^10 exactly
+    with pytest.raises(ConfigError, match=r"5,001 resamples over 2,000,000 examples are "
+                                          r"1e10 weighted draws, more than the limit of 1e10 "
+                                          r".*at most 5,000 resamples"):
+        ScoreConfig(bootstrap=5_001).check_bootstrap_work(2_000_000)
+    with pytest.raises(ConfigError, match=r"at most 1,000 resamples"):
+        ScoreConfig(bootstrap=2_000).check_bootstrap_work(10**8)
+    ScoreConfig(bootstrap=1_000).check_bootstrap_work(10**9)  # the default at any size
+    ScoreConfig(bootstrap=0).check_bootstrap_work(10**12)
+
+
 def test_compare_refuses_resamples_no_machine_holds():
     from pipeline.compare.statistics import check_settings
 

@@ -200,7 +200,8 @@ def test_a_link_planted_as_the_lock_is_never_followed(tmp_path, planted):
     else:
         os.link(victim, lock)
     result = _score(pred, tmp_path / "out")
-    _one_line_exit(result, 3, ".out.overlap-lock", "symlink" if planted == "symlink" else "links")
+    _one_line_exit(result, 3, ".out.overlap-lock",
+                   "a symbolic link" if planted == "symlink" else "links")
     assert victim.read_text() == "not yours\n"
     assert not (tmp_path / "out").exists()
     lock.unlink()  # once it is gone, the run goes through
