@@ -1,0 +1,317 @@
+"""An exact, faster port of TurkishStemmer 1.3's ``TurkishStemmer().stem``.
+
+Source of the definition: PyPI ``TurkishStemmer==1.3`` (Hanefi Onaldi,
+github.com/hanefi/turkish-stemmer-python), the stemmer XL-Sum's multilingual ROUGE
+(``multilingual-rouge==0.0.1``) calls for Turkish: ``TurkishStemmer/__init__.py`` (class
+``TurkishStemmer``), its three suffix state machines (``states/NominalVerbState.py``,
+``states/NounState.py``, ``states/DerivationalState.py``), their suffixes
+(``suffixes/*.py``) and its four word lists (``resources/*.txt``). It follows the
+affix-stripping stemmer of Eryiğit and Adalı ("An affix stripping morphological analyzer
+for Turkish", 2004) as the Snowball Turkish stemmer and the elasticsearch-analysis-
+turkishstemmer Java code implement it (http://snowball.tartarus.org/algorithms/turkish/stemmer.html).
+
+:func:`stemmer` returns a function equal to ``TurkishStemmer().stem`` for every ``str``
+(any case, any script, empty): a word with a character outside the 29 lower-case Turkish
+letters, with fewer than two vowels, or in the protected-word list comes back unchanged;
+otherwise the nominal-verb machine runs on the word, the noun machine on the word and each
+stem found so far, the derivational machine likewise, and the candidate stems (after the
+last-consonant rule b/c/d/ğ -> p/ç/t/k) are ranked by distance of their length from 4, the
+average-stem-size exceptions first. Every quirk of the library is kept: the optional letter
+of a suffix is checked (and may be cut) even when the suffix itself was not removed; a
+transition's ``marked`` argument is ignored (only transitions marked later by a non-final
+step are dropped); the noun state M lists ``-(s)U`` twice.
+
+How it is computed differently, and why the result is the same:
+
+- Suffixes are matched by a set lookup of the word's last k characters instead of a regular
+  expression ``(a|b|...)$``: every alternative of a suffix has the same length k (checked by
+  the tests), and a stemmed word holds only Turkish letters (no newline for ``$`` to match
+  before), so the regex matches exactly when the last k characters are an alternative, and
+  ``re.sub`` removes exactly those k characters.
+- States are small integers with tuples of (suffix, next state) edges built once from
+  tables that mirror the library's (the tests compare them with the library's objects);
+  transitions are lists in a deque, processed in the library's order with its rules for
+  dropping and marking pending transitions.
+- The final choice: every stem is a prefix of the word, so the candidates have distinct
+  lengths and the library's sort, whose comparator is a total order as long as at most one
+  candidate is an average-stem-size exception, returns the exception if there is one and
+  otherwise the candidate with the smallest (abs(length - 4), length). No word can have two
+  exception candidates (no exception is a prefix of another, up to the last-consonant rule;
+  the tests check this on the lists).
+
+Licence: TurkishStemmer is released under the Apache License 2.0 (the ``LICENSE.txt`` in
+its dist-info; its metadata says "Apache Software License, Version 2.0"). This module
+follows its algorithm and contains its four word lists and suffix tables unchanged
+(Copyright Hanefi Onaldi and contributors, Apache-2.0); the code is written anew.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+
+__all__ = ["TURKISHSTEMMER_VERSION", "stemmer"]
+
+TURKISHSTEMMER_VERSION = "1.3"
+
+ALPHABET = "abcçdefgğhıijklmnoöprsştuüvyz"
+VOWELS = "üiıueöao"
+CONSONANTS = "bcçdfgğhjklmnprsştvyz"
+ROUNDED_VOWELS = "oöuü"
+FOLLOWING_ROUNDED_VOWELS = "aeuü"
+UNROUNDED_VOWELS = "iıea"
+FRONT_VOWELS = "eiöü"
+BACK_VOWELS = "ıuao"
+LAST_CONSONANT_RULES = {"b": "p", "c": "ç", "d": "t", "ğ": "k"}
+AVERAGE_STEMMED_SIZE = 4
+
+# resources/*.txt of TurkishStemmer 1.3, in the files' order
+PROTECTED_WORDS = frozenset("""
+abiye adın adana akılsız alaska alet ağda ağız alarm altınbaşak altınyıldız anakucağı
+anasayfa anime antifriz araba ardeşen armanı aroma arma arsız asa askı astra asus atkı
+ayakkabı aynı ayı banka başka batık bayı belge bellona benten benzin beşinci bilgi bitki
+boyut branda bütün buzlu çağrı camsız çanta çarşı ceyiz çıkış cımbiz dalga damla derece
+dişli düğün ege elbise fendi filtre fiyat forma gazete gemi görüntü igne ince internet iyi
+kayısı kama katı kötü kumanda lamba lazım litre mağaza magaza makara makine malzeme mana
+marka masa maskara mine mini nine numara odun oyun ölçü örgü öykü özen parça perde pompa
+pırlanta raket ranza şamdan şapka şifre sunu soyad tabaka takım talımat tarla tasma törpü
+tozlu tüplü uçurtma üfleme ürün ütü uygun uzatma uzun vana yağlı yapma yardım yasa yıldız
+zayıflama zemin
+""".split())
+VOWEL_HARMONY_EXCEPTIONS = frozenset("""
+alkoller değerın generali generale projektörlar saatler tabletlar tersyüz yaninda yani
+""".split())
+LAST_CONSONANT_EXCEPTIONS = frozenset("ad at ked".split())
+AVERAGE_STEM_SIZE_EXCEPTIONS = frozenset("""
+al am aparat ara bilet bisiklet bulut diyet ev es fiyat fırsat general git gıt iç ip
+internet iyi kağıt kartuş katı kot kötü kumanda lamba mağaza magaza makara makine marka
+maskara ne otomat palet perde raket ranza robot sepet servis soyad su tabaka tablet takım
+talımat tanıt tarla tasma tenis törpü uç uygun var yasa
+""".split())
+
+# Suffixes: name -> (library name, alternatives, optional letter(s) or None, check harmony),
+# in each module's VALUES order (the priority of the suffixes in the initial state).
+NOMINAL_VERB_SUFFIXES = {
+    "S11": ("-cAsInA", "casına|çasına|cesine|çesine", None, True),
+    "S4": ("-sUnUz", "sınız|siniz|sunuz|sünüz", None, True),
+    "S14": ("-(y)mUş", "muş|miş|müş|mış", "y", True),
+    "S15": ("-(y)ken", "ken", "y", True),
+    "S2": ("-sUn", "sın|sin|sun|sün", None, True),
+    "S5": ("-lAr", "lar|ler", None, True),
+    "S9": ("-nUz", "nız|niz|nuz|nüz", None, True),
+    "S10": ("-DUr", "tır|tir|tur|tür|dır|dir|dur|dür", None, True),
+    "S3": ("-(y)Uz", "ız|iz|uz|üz", "y", True),
+    "S1": ("-(y)Um", "ım|im|um|üm", "y", True),
+    "S12": ("-(y)DU", "dı|di|du|dü|tı|ti|tu|tü", "y", True),
+    "S13": ("-(y)sA", "sa|se", "y", True),
+    "S6": ("-m", "m", None, True),
+    "S7": ("-n", "n", None, True),
+    "S8": ("-k", "k", None, True),
+}
+NOUN_SUFFIXES = {
+    "S16": ("-nDAn", "ndan|ntan|nden|nten", None, True),
+    "S7": ("-lArI", "ları|leri", None, True),
+    "S3": ("-(U)mUz", "mız|miz|muz|müz", "ı|i|u|ü", True),
+    "S5": ("-(U)nUz", "nız|niz|nuz|nüz", "ı|i|u|ü", True),
+    "S1": ("-lAr", "lar|ler", None, True),
+    "S14": ("-nDA", "nta|nte|nda|nde", None, True),
+    "S15": ("-DAn", "dan|tan|den|ten", None, True),
+    "S17": ("-(y)lA", "la|le", "y", True),
+    "S10": ("-(n)Un", "ın|in|un|ün", "n", True),
+    "S19": ("-(n)cA", "ca|ce", "n", True),
+    "S4": ("-Un", "ın|in|un|ün", None, True),
+    "S9": ("-nU", "nı|ni|nu|nü", None, True),
+    "S12": ("-nA", "na|ne", None, True),
+    "S13": ("-DA", "da|de|ta|te", None, True),
+    "S18": ("-ki", "ki", None, False),
+    "S2": ("-(U)m", "m", "ı|i|u|ü", True),
+    "S6": ("-(s)U", "ı|i|u|ü", "s", True),
+    "S8": ("-(y)U", "ı|i|u|ü", "y", True),
+    "S11": ("-(y)A", "a|e", "y", True),
+}
+DERIVATIONAL_SUFFIXES = {
+    "S1": ("-lU", "lı|li|lu|lü", None, True),
+}
+
+# States: name -> (initial, final, suffix names in the library's order)
+NOMINAL_VERB_STATES = {
+    "A": (True, False, tuple(NOMINAL_VERB_SUFFIXES)),
+    "B": (False, True, ("S14",)),
+    "C": (False, True, ("S10", "S12", "S13", "S14")),
+    "D": (False, False, ("S12", "S13")),
+    "E": (False, True, ("S1", "S2", "S3", "S4", "S5", "S14")),
+    "F": (False, True, ()),
+    "G": (False, False, ("S14",)),
+    "H": (False, False, ("S1", "S2", "S3", "S4", "S5", "S14")),
+}
+NOUN_STATES = {
+    "A": (True, True, tuple(NOUN_SUFFIXES)),
+    "B": (False, True, ("S1", "S2", "S3", "S4", "S5")),
+    "C": (False, False, ("S6", "S7")),
+    "D": (False, False, ("S10", "S13", "S14")),
+    "E": (False, True, ("S1", "S2", "S3", "S4", "S5", "S6", "S7", "S18")),
+    "F": (False, False, ("S6", "S7", "S18")),
+    "G": (False, True, ("S1", "S2", "S3", "S4", "S5", "S18")),
+    "H": (False, True, ("S1",)),
+    "K": (False, True, ()),
+    "L": (False, True, ("S18",)),
+    "M": (False, True, ("S1", "S2", "S3", "S4", "S5", "S6", "S6", "S7")),
+}
+DERIVATIONAL_STATES = {
+    "A": (True, False, ("S1",)),
+    "B": (False, True, ()),
+}
+
+
+def _by(pairs: str) -> dict[str, str]:
+    """``"S1 S2:B S3:C"``-style tables: suffix -> next state."""
+    return dict(item.split(":") for item in pairs.split())
+
+
+# Next state of a suffix, one table per (initial, final) kind of state, as in the library
+NOMINAL_VERB_NEXT = {
+    (True, False): _by("S1:B S2:B S3:B S4:B S5:C S6:D S7:D S8:D S9:D S10:E S12:F S13:F "
+                       "S14:F S15:F S11:H"),
+    (False, True): _by("S1:G S2:G S3:G S4:G S5:G S10:F S12:F S13:F S14:F"),
+    (False, False): _by("S1:G S2:G S3:G S4:G S5:G S12:F S13:F S14:F"),
+}
+NOUN_NEXT = {
+    (True, True): _by("S8:B S11:B S13:B S9:C S16:C S18:D S10:E S17:E S12:F S14:F S15:G "
+                      "S2:H S3:H S4:H S5:H S6:H S7:K S1:L S19:M"),
+    (False, True): _by("S18:D S2:H S3:H S4:H S5:H S6:H S7:K S1:L"),
+    (False, False): _by("S18:D S7:K S13:B S10:E S14:F S6:H"),
+}
+DERIVATIONAL_NEXT = {(True, False): _by("S1:B")}
+
+# --- compiled tables ----------------------------------------------------------------------
+
+_VOWEL_SET = frozenset(VOWELS)
+_CONSONANT_SET = frozenset(CONSONANTS)
+_IS_TURKISH = re.compile(f"[{ALPHABET}]*").fullmatch
+# str.translate table keeping only the vowels of a word made of Turkish letters
+_ONLY_VOWELS = str.maketrans("", "", CONSONANTS)
+# pairs (second-to-last vowel, last vowel) that obey the library's vowel harmony
+_HARMONY = frozenset(
+    a + b for a in VOWELS for b in VOWELS
+    if ((a in UNROUNDED_VOWELS and b in UNROUNDED_VOWELS)
+        or (a in ROUNDED_VOWELS and b in FOLLOWING_ROUNDED_VOWELS))
+    and ((a in FRONT_VOWELS and b in FRONT_VOWELS) or (a in BACK_VOWELS and b in BACK_VOWELS)))
+
+# One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
+# check harmony). One compiled state: (final, ((suffix, next state, k, alternatives), ...)).
+_Suffix = tuple[int, frozenset[str], "frozenset[str] | None", bool, bool]
+_Edge = tuple[_Suffix, int, int, frozenset[str]]
+_State = tuple[bool, tuple[_Edge, ...]]
+
+
+def _compile(suffixes: dict[str, tuple[str, str, str | None, bool]],
+             states: dict[str, tuple[bool, bool, tuple[str, ...]]],
+             following: dict[tuple[bool, bool], dict[str, str]]) -> tuple[_State, ...]:
+    """The machine's states as tuples (index 0 is the initial state ``A``)."""
+    compiled: dict[str, _Suffix] = {}
+    for name, (_, pattern, optional, harmony) in suffixes.items():
+        alternatives = pattern.split("|")
+        k = len(alternatives[0])
+        if any(len(a) != k for a in alternatives):
+            raise ValueError(f"suffix {name}: alternatives of different lengths")
+        letters = None if optional is None else frozenset(optional.split("|"))
+        compiled[name] = (k, frozenset(alternatives), letters,
+                          bool(letters and letters <= _VOWEL_SET), harmony)
+    index = {name: i for i, name in enumerate(states)}
+    out = []
+    for initial, final, names in states.values():
+        edges = tuple((compiled[s], index[following[initial, final][s]], compiled[s][0],
+                       compiled[s][1]) for s in names)
+        out.append((final, edges))
+    return tuple(out)
+
+
+_NOMINAL_VERB = _compile(NOMINAL_VERB_SUFFIXES, NOMINAL_VERB_STATES, NOMINAL_VERB_NEXT)
+_NOUN = _compile(NOUN_SUFFIXES, NOUN_STATES, NOUN_NEXT)
+_DERIVATIONAL = _compile(DERIVATIONAL_SUFFIXES, DERIVATIONAL_STATES, DERIVATIONAL_NEXT)
+
+
+def _stem_word(word: str, suffix: _Suffix) -> str:
+    """The library's ``stemWord``: remove the suffix if allowed, then the optional letter."""
+    k, alternatives, letters, letter_is_vowel, harmony = suffix
+    stemmed = word
+    if word not in PROTECTED_WORDS and (
+            not harmony or word in VOWEL_HARMONY_EXCEPTIONS
+            or len(vowels := word.translate(_ONLY_VOWELS)) < 2 or vowels[-2:] in _HARMONY):
+        if word[-k:] in alternatives:
+            stemmed = word[:-k]
+    if letters is not None and stemmed[-1:] in letters:
+        # ValidOptionalLetter: the letter before a vowel must be a consonant and v.v.
+        if len(stemmed) >= 2 and ((stemmed[-2] in _CONSONANT_SET) if letter_is_vowel
+                                  else (stemmed[-2] in _VOWEL_SET)):
+            return stemmed[:-1]
+        return word
+    return stemmed
+
+
+def _strip(machine: tuple[_State, ...], word: str, stems: set[str]) -> None:
+    """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems."""
+    # a pending transition: [start state, next state, word, suffix, marked]
+    pending: deque[list] = deque(
+        [0, nxt, word, suffix, False]
+        for suffix, nxt, k, alternatives in machine[0][1] if word[-k:] in alternatives)
+    while pending:
+        transition = pending.popleft()
+        start, nxt, current, suffix, _ = transition
+        stem = _stem_word(current, suffix)
+        if stem == current:
+            continue
+        final, edges = machine[nxt]
+        if final:
+            # drop the pending transitions between the same two states, and the marked ones
+            if pending:
+                pending = deque(t for t in pending
+                                if not ((t[0] == start and t[1] == nxt) or t[4]))
+            stems.add(stem)
+        else:
+            for t in pending:
+                if t[0] == start and t[1] == nxt:
+                    t[4] = True
+        pending.extend([nxt, after, stem, s, False]
+                       for s, after, k, alternatives in edges if stem[-k:] in alternatives)
+
+
+def _stem(word: str) -> str:
+    """``TurkishStemmer().stem(word)`` (see the module docstring)."""
+    if (not word or not _IS_TURKISH(word) or word in PROTECTED_WORDS
+            or len(word.translate(_ONLY_VOWELS)) < 2):
+        return word
+    stems: set[str] = set()
+    _strip(_NOMINAL_VERB, word, stems)
+    for form in (*stems, word):
+        _strip(_NOUN, form, stems)
+    for form in (*stems, word):
+        _strip(_DERIVATIONAL, form, stems)
+    best = word
+    best_key: tuple[int, int] | None = None
+    for stem in stems:
+        if not stem.translate(_ONLY_VOWELS):
+            continue
+        if stem not in LAST_CONSONANT_EXCEPTIONS:
+            last = LAST_CONSONANT_RULES.get(stem[-1])
+            if last:
+                stem = stem[:-1] + last
+        if stem in AVERAGE_STEM_SIZE_EXCEPTIONS:
+            return stem
+        key = (abs(len(stem) - AVERAGE_STEMMED_SIZE), len(stem))
+        if best_key is None or key < best_key:
+            best, best_key = stem, key
+    return best
+
+
+def stemmer() -> Callable[[str], str]:
+    """A function equal to ``TurkishStemmer().stem`` of TurkishStemmer 1.3 for every str.
+
+    Returns:
+        ``stem(word: str) -> str``: the word's stem (a prefix of the word, its last letter
+        possibly changed by the last-consonant rule), or the word itself when it is empty,
+        not all lower-case Turkish letters, protected, of fewer than two vowels, or without
+        a suffix the machines remove.
+    """
+    return _stem
