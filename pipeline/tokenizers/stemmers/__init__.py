@@ -1,0 +1,1 @@
+"""Fast exact ports of NLTK's Snowball stemmers."""
