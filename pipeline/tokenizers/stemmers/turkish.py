@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["TURKISHSTEMMER_VERSION", "stemmer"]
 
@@ -189,8 +190,12 @@ DERIVATIONAL_NEXT = {(True, False): _by("S1:B")}
 _VOWEL_SET = frozenset(VOWELS)
 _CONSONANT_SET = frozenset(CONSONANTS)
 _IS_TURKISH = re.compile(f"[{ALPHABET}]*").fullmatch
-# str.translate table keeping only the vowels of a word made of Turkish letters
-_ONLY_VOWELS = str.maketrans("", "", CONSONANTS)
+# a word of Turkish letters with at least two vowels, with one
+_TWO_VOWELS = re.compile(f"[{VOWELS}][{CONSONANTS}]*[{VOWELS}]").search
+_A_VOWEL = re.compile(f"[{VOWELS}]").search
+# _has_harmony's answers for the last words seen (cleared when full)
+_HARMONY_MEMO: dict[str, bool] = {}
+_MEMO_SIZE = 1 << 16
 # pairs (second-to-last vowel, last vowel) that obey the library's vowel harmony
 _HARMONY = frozenset(
     a + b for a in VOWELS for b in VOWELS
@@ -199,10 +204,15 @@ _HARMONY = frozenset(
     and ((a in FRONT_VOWELS and b in FRONT_VOWELS) or (a in BACK_VOWELS and b in BACK_VOWELS)))
 
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
-# check harmony). One compiled state: (final, ((suffix, next state, k, alternatives), ...)).
+# check harmony). One edge: (position in the state's list, suffix, next state). One compiled
+# state: (final, ((k, {alternative: edges}), ...) by decreasing k, the largest k, memo):
+# the edges a word takes are those found under its last k characters, in the order of the
+# state's list; they depend only on the word's last (largest k) characters, the key of the
+# state's memo of edges (cleared when full).
 _Suffix = tuple[int, frozenset[str], "frozenset[str] | None", bool, bool]
-_Edge = tuple[_Suffix, int, int, frozenset[str]]
-_State = tuple[bool, tuple[_Edge, ...]]
+_Edge = tuple[int, _Suffix, int]
+_Lookup = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
+_State = tuple[bool, _Lookup, int, dict[str, tuple[_Edge, ...]]]
 
 
 def _compile(suffixes: dict[str, tuple[str, str, str | None, bool]],
@@ -221,9 +231,15 @@ def _compile(suffixes: dict[str, tuple[str, str, str | None, bool]],
     index = {name: i for i, name in enumerate(states)}
     out = []
     for initial, final, names in states.values():
-        edges = tuple((compiled[s], index[following[initial, final][s]], compiled[s][0],
-                       compiled[s][1]) for s in names)
-        out.append((final, edges))
+        tables: dict[int, dict[str, tuple[_Edge, ...]]] = {}
+        for position, name in enumerate(names):
+            suffix = compiled[name]
+            edge = (position, suffix, index[following[initial, final][name]])
+            table = tables.setdefault(suffix[0], {})
+            for alternative in suffix[1]:
+                table[alternative] = (*table.get(alternative, ()), edge)
+        out.append((final, tuple(sorted(tables.items(), reverse=True)), max(tables, default=0),
+                    {}))
     return tuple(out)
 
 
@@ -232,55 +248,101 @@ _NOUN = _compile(NOUN_SUFFIXES, NOUN_STATES, NOUN_NEXT)
 _DERIVATIONAL = _compile(DERIVATIONAL_SUFFIXES, DERIVATIONAL_STATES, DERIVATIONAL_NEXT)
 
 
-def _stem_word(word: str, suffix: _Suffix) -> str:
-    """The library's ``stemWord``: remove the suffix if allowed, then the optional letter."""
-    k, alternatives, letters, letter_is_vowel, harmony = suffix
-    stemmed = word
-    if word not in PROTECTED_WORDS and (
-            not harmony or word in VOWEL_HARMONY_EXCEPTIONS
-            or len(vowels := word.translate(_ONLY_VOWELS)) < 2 or vowels[-2:] in _HARMONY):
-        if word[-k:] in alternatives:
-            stemmed = word[:-k]
-    if letters is not None and stemmed[-1:] in letters:
-        # ValidOptionalLetter: the letter before a vowel must be a consonant and v.v.
-        if len(stemmed) >= 2 and ((stemmed[-2] in _CONSONANT_SET) if letter_is_vowel
-                                  else (stemmed[-2] in _VOWEL_SET)):
-            return stemmed[:-1]
-        return word
-    return stemmed
+def _edges(state: _State, word: str) -> tuple[_Edge, ...]:
+    """The edges of a state whose suffix ends the word, in the state's order."""
+    _, lookup, longest, memo = state
+    tail = word[-longest:]
+    found = memo.get(tail)
+    if found is not None:
+        return found
+    found = ()
+    several = False
+    for k, table in lookup:
+        hit = table.get(tail[-k:])
+        if hit:
+            if found:
+                several = True
+                found += hit
+            else:
+                found = hit
+    if several:
+        found = tuple(sorted(found))
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[tail] = found
+    return found
+
+
+def _has_harmony(word: str) -> bool:
+    """The library's ``HasVowelHarmony`` for a word of Turkish letters (memoized).
+
+    True when the word has fewer than two vowels or its last two vowels agree in roundness
+    and frontness (the library's rules, as pairs in ``_HARMONY``).
+    """
+    known = _HARMONY_MEMO.get(word)
+    if known is not None:
+        return known
+    last = word.rstrip(CONSONANTS)
+    before = last[:-1].rstrip(CONSONANTS)
+    result = not before or (before[-1] + last[-1]) in _HARMONY
+    if len(_HARMONY_MEMO) >= _MEMO_SIZE:
+        _HARMONY_MEMO.clear()
+    _HARMONY_MEMO[word] = result
+    return result
 
 
 def _strip(machine: tuple[_State, ...], word: str, stems: set[str]) -> None:
-    """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems."""
-    # a pending transition: [start state, next state, word, suffix, marked]
-    pending: deque[list] = deque(
-        [0, nxt, word, suffix, False]
-        for suffix, nxt, k, alternatives in machine[0][1] if word[-k:] in alternatives)
-    while pending:
-        transition = pending.popleft()
-        start, nxt, current, suffix, _ = transition
-        stem = _stem_word(current, suffix)
+    """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems.
+
+    The queue is a list read from position ``head``; a pending transition is the list
+    ``[start state, next state, word, suffix, marked]``. The body of ``_stem_word`` is
+    written out in the loop (it runs for every transition).
+    """
+    first = _edges(machine[0], word)
+    if not first:
+        return
+    pending = [[0, nxt, word, suffix, False] for _, suffix, nxt in first]
+    head = 0
+    while head < len(pending):
+        start, nxt, current, suffix, _ = pending[head]
+        head += 1
+        # stemWord(current, suffix)
+        k, alternatives, letters, letter_is_vowel, harmony = suffix
+        stem = current
+        if current not in PROTECTED_WORDS and (
+                not harmony or current in VOWEL_HARMONY_EXCEPTIONS
+                or _has_harmony(current)) and current[-k:] in alternatives:
+            stem = current[:-k]
+        if letters is not None and stem[-1:] in letters:
+            if len(stem) >= 2 and ((stem[-2] in _CONSONANT_SET) if letter_is_vowel
+                                   else (stem[-2] in _VOWEL_SET)):
+                stem = stem[:-1]
+            else:
+                continue  # the library goes back to the word: no change
         if stem == current:
             continue
-        final, edges = machine[nxt]
-        if final:
+        state = machine[nxt]
+        if state[0]:
             # drop the pending transitions between the same two states, and the marked ones
-            if pending:
-                pending = deque(t for t in pending
-                                if not ((t[0] == start and t[1] == nxt) or t[4]))
+            if head < len(pending):
+                pending = [t for t in pending[head:]
+                           if not ((t[0] == start and t[1] == nxt) or t[4])]
+                head = 0
             stems.add(stem)
         else:
-            for t in pending:
+            for i in range(head, len(pending)):
+                t = pending[i]
                 if t[0] == start and t[1] == nxt:
                     t[4] = True
-        pending.extend([nxt, after, stem, s, False]
-                       for s, after, k, alternatives in edges if stem[-k:] in alternatives)
+        if state[2]:
+            for _, s, after in _edges(state, stem):
+                pending.append([nxt, after, stem, s, False])
 
 
 def _stem(word: str) -> str:
     """``TurkishStemmer().stem(word)`` (see the module docstring)."""
     if (not word or not _IS_TURKISH(word) or word in PROTECTED_WORDS
-            or len(word.translate(_ONLY_VOWELS)) < 2):
+            or not _TWO_VOWELS(word)):
         return word
     stems: set[str] = set()
     _strip(_NOMINAL_VERB, word, stems)
@@ -291,7 +353,7 @@ def _stem(word: str) -> str:
     best = word
     best_key: tuple[int, int] | None = None
     for stem in stems:
-        if not stem.translate(_ONLY_VOWELS):
+        if not _A_VOWEL(stem):
             continue
         if stem not in LAST_CONSONANT_EXCEPTIONS:
             last = LAST_CONSONANT_RULES.get(stem[-1])
