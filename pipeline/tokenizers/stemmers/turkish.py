@@ -48,8 +48,7 @@ follows its algorithm and contains its four word lists and suffix tables unchang
 from __future__ import annotations
 
 import re
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["TURKISHSTEMMER_VERSION", "stemmer"]
@@ -215,9 +214,9 @@ _Lookup = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
 _State = tuple[bool, _Lookup, int, dict[str, tuple[_Edge, ...]]]
 
 
-def _compile(suffixes: dict[str, tuple[str, str, str | None, bool]],
-             states: dict[str, tuple[bool, bool, tuple[str, ...]]],
-             following: dict[tuple[bool, bool], dict[str, str]]) -> tuple[_State, ...]:
+def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
+             states: Mapping[str, tuple[bool, bool, tuple[str, ...]]],
+             following: Mapping[tuple[bool, bool], dict[str, str]]) -> tuple[_State, ...]:
     """The machine's states as tuples (index 0 is the initial state ``A``)."""
     compiled: dict[str, _Suffix] = {}
     for name, (_, pattern, optional, harmony) in suffixes.items():
@@ -229,7 +228,7 @@ def _compile(suffixes: dict[str, tuple[str, str, str | None, bool]],
         compiled[name] = (k, frozenset(alternatives), letters,
                           bool(letters and letters <= _VOWEL_SET), harmony)
     index = {name: i for i, name in enumerate(states)}
-    out = []
+    out: list[_State] = []
     for initial, final, names in states.values():
         tables: dict[int, dict[str, tuple[_Edge, ...]]] = {}
         for position, name in enumerate(names):
@@ -301,7 +300,7 @@ def _strip(machine: tuple[_State, ...], word: str, stems: set[str]) -> None:
     first = _edges(machine[0], word)
     if not first:
         return
-    pending = [[0, nxt, word, suffix, False] for _, suffix, nxt in first]
+    pending: list[list[Any]] = [[0, nxt, word, suffix, False] for _, suffix, nxt in first]
     head = 0
     while head < len(pending):
         start, nxt, current, suffix, _ = pending[head]
