@@ -204,14 +204,16 @@ _HARMONY = frozenset(
 
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
 # check harmony). One edge: (position in the state's list, suffix, next state). One compiled
-# state: (final, ((k, {alternative: edges}), ...) by decreasing k, the largest k, memo):
-# the edges a word takes are those found under its last k characters, in the order of the
-# state's list; they depend only on the word's last (largest k) characters, the key of the
-# state's memo of edges (cleared when full).
+# state: (final, short lookup, short length, memo, long lookup), a lookup being
+# ((k, {alternative: edges}), ...) by decreasing k. The edges a word takes are those found
+# under its last k characters, in the order of the state's list. Those of suffixes up to
+# _SHORT letters depend only on the word's last (short length) characters, the key of the
+# state's memo (cleared when full); longer suffixes (-cAsInA, -sUnUz) are looked up each time.
+_SHORT = 4
 _Suffix = tuple[int, frozenset[str], "frozenset[str] | None", bool, bool]
 _Edge = tuple[int, _Suffix, int]
 _Lookup = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
-_State = tuple[bool, _Lookup, int, dict[str, tuple[_Edge, ...]]]
+_State = tuple[bool, _Lookup, int, dict[str, tuple[_Edge, ...]], _Lookup]
 
 
 def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
@@ -237,38 +239,43 @@ def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
             table = tables.setdefault(suffix[0], {})
             for alternative in suffix[1]:
                 table[alternative] = (*table.get(alternative, ()), edge)
-        out.append((final, tuple(sorted(tables.items(), reverse=True)), max(tables, default=0),
-                    {}))
+        short = tuple(sorted(((k, t) for k, t in tables.items() if k <= _SHORT), reverse=True))
+        long = tuple(sorted(((k, t) for k, t in tables.items() if k > _SHORT), reverse=True))
+        out.append((final, short, short[0][0] if short else 0, {}, long))
     return tuple(out)
 
 
 _NOMINAL_VERB = _compile(NOMINAL_VERB_SUFFIXES, NOMINAL_VERB_STATES, NOMINAL_VERB_NEXT)
 _NOUN = _compile(NOUN_SUFFIXES, NOUN_STATES, NOUN_NEXT)
 _DERIVATIONAL = _compile(DERIVATIONAL_SUFFIXES, DERIVATIONAL_STATES, DERIVATIONAL_NEXT)
+_NOMINAL_VERB_A, _NOUN_A, _DERIVATIONAL_A = _NOMINAL_VERB[0], _NOUN[0], _DERIVATIONAL[0]
 
 
 def _edges(state: _State, word: str) -> tuple[_Edge, ...]:
     """The edges of a state whose suffix ends the word, in the state's order."""
-    _, lookup, longest, memo = state
+    _, lookup, longest, memo, long = state
     tail = word[-longest:]
     found = memo.get(tail)
-    if found is not None:
-        return found
-    found = ()
-    several = False
-    for k, table in lookup:
-        hit = table.get(tail[-k:])
+    if found is None:
+        found = ()
+        several = False
+        for k, table in lookup:
+            hit = table.get(tail[-k:])
+            if hit:
+                if found:
+                    several = True
+                    found += hit
+                else:
+                    found = hit
+        if several:
+            found = tuple(sorted(found))
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[tail] = found
+    for k, table in long:
+        hit = table.get(word[-k:])
         if hit:
-            if found:
-                several = True
-                found += hit
-            else:
-                found = hit
-    if several:
-        found = tuple(sorted(found))
-    if len(memo) >= _MEMO_SIZE:
-        memo.clear()
-    memo[tail] = found
+            found = tuple(sorted(found + hit))
     return found
 
 
@@ -290,16 +297,16 @@ def _has_harmony(word: str) -> bool:
     return result
 
 
-def _strip(machine: tuple[_State, ...], word: str, stems: set[str]) -> None:
+def _strip(machine: tuple[_State, ...], word: str, first: tuple[_Edge, ...],
+           stems: set[str]) -> None:
     """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems.
+
+    ``first`` holds the edges of state A the word takes (none: nothing to do).
 
     The queue is a list read from position ``head``; a pending transition is the list
     ``[start state, next state, word, suffix, marked]``. The body of ``_stem_word`` is
     written out in the loop (it runs for every transition).
     """
-    first = _edges(machine[0], word)
-    if not first:
-        return
     pending: list[list[Any]] = [[0, nxt, word, suffix, False] for _, suffix, nxt in first]
     head = 0
     while head < len(pending):
@@ -333,7 +340,7 @@ def _strip(machine: tuple[_State, ...], word: str, stems: set[str]) -> None:
                 t = pending[i]
                 if t[0] == start and t[1] == nxt:
                     t[4] = True
-        if state[2]:
+        if state[1] or state[4]:
             for _, s, after in _edges(state, stem):
                 pending.append([nxt, after, stem, s, False])
 
@@ -344,11 +351,17 @@ def _stem(word: str) -> str:
             or not _TWO_VOWELS(word)):
         return word
     stems: set[str] = set()
-    _strip(_NOMINAL_VERB, word, stems)
+    first = _edges(_NOMINAL_VERB_A, word)
+    if first:
+        _strip(_NOMINAL_VERB, word, first, stems)
     for form in (*stems, word):
-        _strip(_NOUN, form, stems)
+        first = _edges(_NOUN_A, form)
+        if first:
+            _strip(_NOUN, form, first, stems)
     for form in (*stems, word):
-        _strip(_DERIVATIONAL, form, stems)
+        first = _edges(_DERIVATIONAL_A, form)
+        if first:
+            _strip(_DERIVATIONAL, form, first, stems)
     best = word
     best_key: tuple[int, int] | None = None
     for stem in stems:
