@@ -254,6 +254,8 @@ _NOMINAL_VERB_A, _NOUN_A, _DERIVATIONAL_A = _NOMINAL_VERB[0], _NOUN[0], _DERIVAT
 def _edges(state: _State, word: str) -> tuple[_Edge, ...]:
     """The edges of a state whose suffix ends the word, in the state's order."""
     _, lookup, longest, memo, long = state
+    if len(lookup) == 1 and not long:  # one length of suffix: one lookup, no memo
+        return lookup[0][1].get(word[-longest:], ())
     tail = word[-longest:]
     found = memo.get(tail)
     if found is None:
@@ -297,52 +299,73 @@ def _has_harmony(word: str) -> bool:
     return result
 
 
-def _strip(machine: tuple[_State, ...], word: str, first: tuple[_Edge, ...],
-           stems: set[str]) -> None:
-    """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems.
+def _moves(start: int, edges: tuple[_Edge, ...], word: str) -> list[list[Any]]:
+    """The transitions ``[start, next state, stem, marked]`` of a word's edges that change it.
 
-    ``first`` holds the edges of state A the word takes (none: nothing to do).
-
-    The queue is a list read from position ``head``; a pending transition is the list
-    ``[start state, next state, word, suffix, marked]``. The body of ``_stem_word`` is
-    written out in the loop (it runs for every transition).
+    The library's ``stemWord(word, suffix)`` for each edge (its suffix ends the word): the
+    suffix is removed unless the word is protected or, for a suffix that checks harmony,
+    the word is neither harmonious nor a vowel-harmony exception; then a trailing optional
+    letter is cut if the letter before it is a consonant (for a vowel) or a vowel (for a
+    consonant), and otherwise the word is left whole. A transition that leaves the word
+    unchanged does nothing when its turn comes, and dropping or marking it touches no other
+    transition, so it is not queued at all.
     """
-    pending: list[list[Any]] = [[0, nxt, word, suffix, False] for _, suffix, nxt in first]
-    head = 0
-    while head < len(pending):
-        start, nxt, current, suffix, _ = pending[head]
-        head += 1
-        # stemWord(current, suffix)
-        k, alternatives, letters, letter_is_vowel, harmony = suffix
-        stem = current
-        if current not in PROTECTED_WORDS and (
-                not harmony or current in VOWEL_HARMONY_EXCEPTIONS
-                or _has_harmony(current)) and current[-k:] in alternatives:
-            stem = current[:-k]
+    allowed = word not in PROTECTED_WORDS
+    harmonious = None
+    moves = []
+    for _, suffix, nxt in edges:
+        k, _, letters, letter_is_vowel, harmony = suffix
+        stem = word
+        if allowed:
+            if not harmony:
+                stem = word[:-k]
+            else:
+                if harmonious is None:
+                    harmonious = word in VOWEL_HARMONY_EXCEPTIONS or _has_harmony(word)
+                if harmonious:
+                    stem = word[:-k]
         if letters is not None and stem[-1:] in letters:
             if len(stem) >= 2 and ((stem[-2] in _CONSONANT_SET) if letter_is_vowel
                                    else (stem[-2] in _VOWEL_SET)):
                 stem = stem[:-1]
             else:
                 continue  # the library goes back to the word: no change
-        if stem == current:
-            continue
+        if stem != word:
+            moves.append([start, nxt, stem, False])
+    return moves
+
+
+def _strip(machine: tuple[_State, ...], word: str, first: tuple[_Edge, ...],
+           stems: set[str]) -> None:
+    """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems.
+
+    ``first`` holds the edges of state A the word takes. The queue is a list read from
+    position ``head``, of the transitions that change their word (see :func:`_moves`). A
+    transition into a final state adds its stem and drops the pending transitions between
+    the same two states and the marked ones; one into a non-final state marks the pending
+    transitions between the same two states. Either way the next state's edges follow.
+    """
+    pending = _moves(0, first, word)
+    head = 0
+    while head < len(pending):
+        start, nxt, stem, _ = pending[head]
+        head += 1
         state = machine[nxt]
         if state[0]:
-            # drop the pending transitions between the same two states, and the marked ones
             if head < len(pending):
                 pending = [t for t in pending[head:]
-                           if not ((t[0] == start and t[1] == nxt) or t[4])]
+                           if not ((t[0] == start and t[1] == nxt) or t[3])]
                 head = 0
             stems.add(stem)
         else:
             for i in range(head, len(pending)):
                 t = pending[i]
                 if t[0] == start and t[1] == nxt:
-                    t[4] = True
+                    t[3] = True
         if state[1] or state[4]:
-            for _, s, after in _edges(state, stem):
-                pending.append([nxt, after, stem, s, False])
+            edges = _edges(state, stem)
+            if edges:
+                pending += _moves(nxt, edges, stem)
 
 
 def _stem(word: str) -> str:
