@@ -192,9 +192,6 @@ _IS_TURKISH = re.compile(f"[{ALPHABET}]*").fullmatch
 # a word of Turkish letters with at least two vowels, with one
 _TWO_VOWELS = re.compile(f"[{VOWELS}][{CONSONANTS}]*[{VOWELS}]").search
 _A_VOWEL = re.compile(f"[{VOWELS}]").search
-# _has_harmony's answers for the last words seen (cleared when full)
-_HARMONY_MEMO: dict[str, bool] = {}
-_MEMO_SIZE = 1 << 16
 # pairs (second-to-last vowel, last vowel) that obey the library's vowel harmony
 _HARMONY = frozenset(
     a + b for a in VOWELS for b in VOWELS
@@ -204,16 +201,16 @@ _HARMONY = frozenset(
 
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
 # check harmony). One edge: (position in the state's list, suffix, next state). One compiled
-# state: (final, short lookup, short length, memo, long lookup), a lookup being
-# ((k, {alternative: edges}), ...) by decreasing k. The edges a word takes are those found
-# under its last k characters, in the order of the state's list. Those of suffixes up to
-# _SHORT letters depend only on the word's last (short length) characters, the key of the
-# state's memo (cleared when full); longer suffixes (-cAsInA, -sUnUz) are looked up each time.
-_SHORT = 4
+# state: (final, {tail: (edges, longer)}, has edges). The tail is a word's last two letters (the whole
+# word if shorter): every tail of Turkish letters is a key. ``edges`` are the state's edges
+# whose suffix (of one or two letters) ends the word, and ``longer`` the (k, {alternative:
+# edges}) tables of its suffixes of k >= 3 letters ending in the tail, by decreasing k: a
+# word takes ``edges`` and the edges its last k letters find in ``longer``, in the order of
+# the state's list.
 _Suffix = tuple[int, frozenset[str], "frozenset[str] | None", bool, bool]
 _Edge = tuple[int, _Suffix, int]
-_Lookup = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
-_State = tuple[bool, _Lookup, int, dict[str, tuple[_Edge, ...]], _Lookup]
+_Longer = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
+_State = tuple[bool, dict[str, tuple[tuple[_Edge, ...], _Longer]], bool]
 
 
 def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
@@ -229,19 +226,26 @@ def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
         letters = None if optional is None else frozenset(optional.split("|"))
         compiled[name] = (k, frozenset(alternatives), letters,
                           bool(letters and letters <= _VOWEL_SET), harmony)
+    tails = ["", *ALPHABET, *(a + b for a in ALPHABET for b in ALPHABET)]
     index = {name: i for i, name in enumerate(states)}
     out: list[_State] = []
     for initial, final, names in states.values():
-        tables: dict[int, dict[str, tuple[_Edge, ...]]] = {}
-        for position, name in enumerate(names):
-            suffix = compiled[name]
-            edge = (position, suffix, index[following[initial, final][name]])
-            table = tables.setdefault(suffix[0], {})
-            for alternative in suffix[1]:
-                table[alternative] = (*table.get(alternative, ()), edge)
-        short = tuple(sorted(((k, t) for k, t in tables.items() if k <= _SHORT), reverse=True))
-        long = tuple(sorted(((k, t) for k, t in tables.items() if k > _SHORT), reverse=True))
-        out.append((final, short, short[0][0] if short else 0, {}, long))
+        edges = [(position, compiled[name], index[following[initial, final][name]])
+                 for position, name in enumerate(names)]
+        longer: dict[int, dict[str, tuple[_Edge, ...]]] = {}
+        for edge in edges:
+            k, alternatives = edge[1][0], edge[1][1]
+            if k >= 3:
+                table = longer.setdefault(k, {})
+                for alternative in alternatives:
+                    table[alternative] = (*table.get(alternative, ()), edge)
+        by_tail = {}
+        for tail in tails:
+            short = tuple(e for e in edges if e[1][0] <= 2 and tail[-e[1][0]:] in e[1][1])
+            tables = tuple((k, longer[k]) for k in sorted(longer, reverse=True)
+                           if len(tail) == 2 and any(a.endswith(tail) for a in longer[k]))
+            by_tail[tail] = (short, tables)
+        out.append((final, by_tail, bool(edges)))
     return tuple(out)
 
 
@@ -252,51 +256,24 @@ _NOMINAL_VERB_A, _NOUN_A, _DERIVATIONAL_A = _NOMINAL_VERB[0], _NOUN[0], _DERIVAT
 
 
 def _edges(state: _State, word: str) -> tuple[_Edge, ...]:
-    """The edges of a state whose suffix ends the word, in the state's order."""
-    _, lookup, longest, memo, long = state
-    if len(lookup) == 1 and not long:  # one length of suffix: one lookup, no memo
-        return lookup[0][1].get(word[-longest:], ())
-    tail = word[-longest:]
-    found = memo.get(tail)
-    if found is None:
-        found = ()
-        several = False
-        for k, table in lookup:
-            hit = table.get(tail[-k:])
-            if hit:
-                if found:
-                    several = True
-                    found += hit
-                else:
-                    found = hit
-        if several:
-            found = tuple(sorted(found))
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()
-        memo[tail] = found
-    for k, table in long:
+    """The edges of a state whose suffix ends the word (of Turkish letters), in order."""
+    found, longer = state[1][word[-2:]]
+    for k, table in longer:
         hit = table.get(word[-k:])
         if hit:
-            found = tuple(sorted(found + hit))
+            found = tuple(sorted(found + hit)) if found else hit
     return found
 
 
 def _has_harmony(word: str) -> bool:
-    """The library's ``HasVowelHarmony`` for a word of Turkish letters (memoized).
+    """The library's ``HasVowelHarmony`` for a word of Turkish letters.
 
     True when the word has fewer than two vowels or its last two vowels agree in roundness
     and frontness (the library's rules, as pairs in ``_HARMONY``).
     """
-    known = _HARMONY_MEMO.get(word)
-    if known is not None:
-        return known
     last = word.rstrip(CONSONANTS)
     before = last[:-1].rstrip(CONSONANTS)
-    result = not before or (before[-1] + last[-1]) in _HARMONY
-    if len(_HARMONY_MEMO) >= _MEMO_SIZE:
-        _HARMONY_MEMO.clear()
-    _HARMONY_MEMO[word] = result
-    return result
+    return not before or (before[-1] + last[-1]) in _HARMONY
 
 
 def _moves(start: int, edges: tuple[_Edge, ...], word: str) -> list[list[Any]]:
@@ -362,7 +339,7 @@ def _strip(machine: tuple[_State, ...], word: str, first: tuple[_Edge, ...],
                 t = pending[i]
                 if t[0] == start and t[1] == nxt:
                     t[3] = True
-        if state[1] or state[4]:
+        if state[2]:
             edges = _edges(state, stem)
             if edges:
                 pending += _moves(nxt, edges, stem)
