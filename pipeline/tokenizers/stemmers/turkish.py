@@ -201,8 +201,8 @@ _HARMONY = frozenset(
 
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
 # check harmony). One edge: (position in the state's list, suffix, next state). One compiled
-# state: (final, {tail: (edges, longer)}, has edges). The tail is a word's last two letters (the whole
-# word if shorter): every tail of Turkish letters is a key. ``edges`` are the state's edges
+# state: (final, {tail: (edges, longer)}, has edges). The tail is a word's last two letters
+# (the whole word if shorter): every tail of Turkish letters is a key. ``edges`` are the state's edges
 # whose suffix (of one or two letters) ends the word, and ``longer`` the (k, {alternative:
 # edges}) tables of its suffixes of k >= 3 letters ending in the tail, by decreasing k: a
 # word takes ``edges`` and the edges its last k letters find in ``longer``, in the order of
@@ -253,6 +253,9 @@ _NOMINAL_VERB = _compile(NOMINAL_VERB_SUFFIXES, NOMINAL_VERB_STATES, NOMINAL_VER
 _NOUN = _compile(NOUN_SUFFIXES, NOUN_STATES, NOUN_NEXT)
 _DERIVATIONAL = _compile(DERIVATIONAL_SUFFIXES, DERIVATIONAL_STATES, DERIVATIONAL_NEXT)
 _NOMINAL_VERB_A, _NOUN_A, _DERIVATIONAL_A = _NOMINAL_VERB[0], _NOUN[0], _DERIVATIONAL[0]
+_NOMINAL_VERB_TAILS, _NOUN_TAILS, _DERIVATIONAL_TAILS = (
+    _NOMINAL_VERB_A[1], _NOUN_A[1], _DERIVATIONAL_A[1])
+_NONE: tuple[tuple[_Edge, ...], _Longer] = ((), ())
 
 
 def _edges(state: _State, word: str) -> tuple[_Edge, ...]:
@@ -351,17 +354,23 @@ def _stem(word: str) -> str:
             or not _TWO_VOWELS(word)):
         return word
     stems: set[str] = set()
-    first = _edges(_NOMINAL_VERB_A, word)
-    if first:
-        _strip(_NOMINAL_VERB, word, first, stems)
-    for form in (*stems, word):
-        first = _edges(_NOUN_A, form)
+    # (each machine's state A is looked up here first: most words take none of its edges)
+    if _NOMINAL_VERB_TAILS[word[-2:]] != _NONE:
+        first = _edges(_NOMINAL_VERB_A, word)
         if first:
-            _strip(_NOUN, form, first, stems)
+            _strip(_NOMINAL_VERB, word, first, stems)
     for form in (*stems, word):
-        first = _edges(_DERIVATIONAL_A, form)
-        if first:
-            _strip(_DERIVATIONAL, form, first, stems)
+        if _NOUN_TAILS[form[-2:]] != _NONE:
+            first = _edges(_NOUN_A, form)
+            if first:
+                _strip(_NOUN, form, first, stems)
+    for form in (*stems, word):
+        if _DERIVATIONAL_TAILS[form[-2:]] != _NONE:
+            first = _edges(_DERIVATIONAL_A, form)
+            if first:
+                _strip(_DERIVATIONAL, form, first, stems)
+    if not stems:
+        return word
     best = word
     best_key: tuple[int, int] | None = None
     for stem in stems:
