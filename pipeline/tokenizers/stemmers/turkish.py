@@ -202,11 +202,11 @@ _HARMONY = frozenset(
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
 # check harmony). One edge: (position in the state's list, suffix, next state). One compiled
 # state: (final, {tail: (edges, longer)}, has edges). The tail is a word's last two letters
-# (the whole word if shorter): every tail of Turkish letters is a key. ``edges`` are the state's edges
-# whose suffix (of one or two letters) ends the word, and ``longer`` the (k, {alternative:
-# edges}) tables of its suffixes of k >= 3 letters ending in the tail, by decreasing k: a
-# word takes ``edges`` and the edges its last k letters find in ``longer``, in the order of
-# the state's list.
+# (the whole word if shorter); every tail of Turkish letters is a key. ``edges`` are the
+# state's edges whose suffix (of one or two letters) ends the word, and ``longer`` the
+# (k, {alternative: edges}) tables of its suffixes of k >= 3 letters that end in the tail,
+# by decreasing k: a word takes ``edges`` and the edges its last k letters find in
+# ``longer``, in the order of the state's list.
 _Suffix = tuple[int, frozenset[str], "frozenset[str] | None", bool, bool]
 _Edge = tuple[int, _Suffix, int]
 _Longer = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
@@ -234,10 +234,9 @@ def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
                  for position, name in enumerate(names)]
         longer: dict[int, dict[str, tuple[_Edge, ...]]] = {}
         for edge in edges:
-            k, alternatives = edge[1][0], edge[1][1]
-            if k >= 3:
-                table = longer.setdefault(k, {})
-                for alternative in alternatives:
+            if edge[1][0] >= 3:
+                table = longer.setdefault(edge[1][0], {})
+                for alternative in edge[1][1]:
                     table[alternative] = (*table.get(alternative, ()), edge)
         by_tail = {}
         for tail in tails:
@@ -258,16 +257,6 @@ _NOMINAL_VERB_TAILS, _NOUN_TAILS, _DERIVATIONAL_TAILS = (
 _NONE: tuple[tuple[_Edge, ...], _Longer] = ((), ())
 
 
-def _edges(state: _State, word: str) -> tuple[_Edge, ...]:
-    """The edges of a state whose suffix ends the word (of Turkish letters), in order."""
-    found, longer = state[1][word[-2:]]
-    for k, table in longer:
-        hit = table.get(word[-k:])
-        if hit:
-            found = tuple(sorted(found + hit)) if found else hit
-    return found
-
-
 def _has_harmony(word: str) -> bool:
     """The library's ``HasVowelHarmony`` for a word of Turkish letters.
 
@@ -279,10 +268,11 @@ def _has_harmony(word: str) -> bool:
     return not before or (before[-1] + last[-1]) in _HARMONY
 
 
-def _moves(start: int, edges: tuple[_Edge, ...], word: str) -> list[list[Any]]:
-    """The transitions ``[start, next state, stem, marked]`` of a word's edges that change it.
+def _moves(start: int, state: _State, word: str) -> list[list[Any]]:
+    """The transitions ``[start, next state, stem, marked]`` from a state that change a word.
 
-    The library's ``stemWord(word, suffix)`` for each edge (its suffix ends the word): the
+    The state's edges whose suffix ends the word (of Turkish letters), in the state's order,
+    and the library's ``stemWord(word, suffix)`` for each: the
     suffix is removed unless the word is protected or, for a suffix that checks harmony,
     the word is neither harmonious nor a vowel-harmony exception; then a trailing optional
     letter is cut if the letter before it is a consonant (for a vowel) or a vowel (for a
@@ -290,9 +280,16 @@ def _moves(start: int, edges: tuple[_Edge, ...], word: str) -> list[list[Any]]:
     unchanged does nothing when its turn comes, and dropping or marking it touches no other
     transition, so it is not queued at all.
     """
+    edges, longer = state[1][word[-2:]]
+    for k, table in longer:
+        hit = table.get(word[-k:])
+        if hit:
+            edges = tuple(sorted(edges + hit)) if edges else hit
+    moves: list[list[Any]] = []
+    if not edges:
+        return moves
     allowed = word not in PROTECTED_WORDS
     harmonious = None
-    moves = []
     for _, suffix, nxt in edges:
         k, _, letters, letter_is_vowel, harmony = suffix
         stem = word
@@ -315,17 +312,15 @@ def _moves(start: int, edges: tuple[_Edge, ...], word: str) -> list[list[Any]]:
     return moves
 
 
-def _strip(machine: tuple[_State, ...], word: str, first: tuple[_Edge, ...],
-           stems: set[str]) -> None:
+def _strip(machine: tuple[_State, ...], pending: list[list[Any]], stems: set[str]) -> None:
     """The library's ``_genericSuffixStripper`` from state A: add the stems found to stems.
 
-    ``first`` holds the edges of state A the word takes. The queue is a list read from
-    position ``head``, of the transitions that change their word (see :func:`_moves`). A
+    ``pending`` holds the word's transitions from state A (see :func:`_moves`): the queue,
+    read from position ``head``, of the transitions that change their word. A
     transition into a final state adds its stem and drops the pending transitions between
     the same two states and the marked ones; one into a non-final state marks the pending
     transitions between the same two states. Either way the next state's edges follow.
     """
-    pending = _moves(0, first, word)
     head = 0
     while head < len(pending):
         start, nxt, stem, _ = pending[head]
@@ -343,9 +338,7 @@ def _strip(machine: tuple[_State, ...], word: str, first: tuple[_Edge, ...],
                 if t[0] == start and t[1] == nxt:
                     t[3] = True
         if state[2]:
-            edges = _edges(state, stem)
-            if edges:
-                pending += _moves(nxt, edges, stem)
+            pending += _moves(nxt, state, stem)
 
 
 def _stem(word: str) -> str:
@@ -356,19 +349,19 @@ def _stem(word: str) -> str:
     stems: set[str] = set()
     # (each machine's state A is looked up here first: most words take none of its edges)
     if _NOMINAL_VERB_TAILS[word[-2:]] != _NONE:
-        first = _edges(_NOMINAL_VERB_A, word)
+        first = _moves(0, _NOMINAL_VERB_A, word)
         if first:
-            _strip(_NOMINAL_VERB, word, first, stems)
+            _strip(_NOMINAL_VERB, first, stems)
     for form in (*stems, word):
         if _NOUN_TAILS[form[-2:]] != _NONE:
-            first = _edges(_NOUN_A, form)
+            first = _moves(0, _NOUN_A, form)
             if first:
-                _strip(_NOUN, form, first, stems)
+                _strip(_NOUN, first, stems)
     for form in (*stems, word):
         if _DERIVATIONAL_TAILS[form[-2:]] != _NONE:
-            first = _edges(_DERIVATIONAL_A, form)
+            first = _moves(0, _DERIVATIONAL_A, form)
             if first:
-                _strip(_DERIVATIONAL, form, first, stems)
+                _strip(_DERIVATIONAL, first, stems)
     if not stems:
         return word
     best = word
