@@ -257,17 +257,6 @@ _NOMINAL_VERB_TAILS, _NOUN_TAILS, _DERIVATIONAL_TAILS = (
 _NONE: tuple[tuple[_Edge, ...], _Longer] = ((), ())
 
 
-def _has_harmony(word: str) -> bool:
-    """The library's ``HasVowelHarmony`` for a word of Turkish letters.
-
-    True when the word has fewer than two vowels or its last two vowels agree in roundness
-    and frontness (the library's rules, as pairs in ``_HARMONY``).
-    """
-    last = word.rstrip(CONSONANTS)
-    before = last[:-1].rstrip(CONSONANTS)
-    return not before or (before[-1] + last[-1]) in _HARMONY
-
-
 def _moves(start: int, state: _State, word: str) -> list[list[Any]]:
     """The transitions ``[start, next state, stem, marked]`` from a state that change a word.
 
@@ -298,7 +287,11 @@ def _moves(start: int, state: _State, word: str) -> list[list[Any]]:
                 stem = word[:-k]
             else:
                 if harmonious is None:
-                    harmonious = word in VOWEL_HARMONY_EXCEPTIONS or _has_harmony(word)
+                    # HasVowelHarmony: fewer than two vowels, or the last two agree (_HARMONY)
+                    last = word.rstrip(CONSONANTS)
+                    before = last[:-1].rstrip(CONSONANTS)
+                    harmonious = (not before or (before[-1] + last[-1]) in _HARMONY
+                                  or word in VOWEL_HARMONY_EXCEPTIONS)
                 if harmonious:
                     stem = word[:-k]
         if letters is not None and stem[-1:] in letters:
@@ -365,7 +358,7 @@ def _stem(word: str) -> str:
     if not stems:
         return word
     best = word
-    best_key: tuple[int, int] | None = None
+    best_key = -1
     for stem in stems:
         if not _A_VOWEL(stem):
             continue
@@ -375,8 +368,10 @@ def _stem(word: str) -> str:
                 stem = stem[:-1] + last
         if stem in AVERAGE_STEM_SIZE_EXCEPTIONS:
             return stem
-        key = (abs(len(stem) - AVERAGE_STEMMED_SIZE), len(stem))
-        if best_key is None or key < best_key:
+        # rank by abs(length - 4), then length: 4, 3, 5, 2, 6, 1, 7, ...
+        distance = len(stem) - AVERAGE_STEMMED_SIZE
+        key = 2 * distance if distance >= 0 else -2 * distance - 1
+        if best_key < 0 or key < best_key:
             best, best_key = stem, key
     return best
 
