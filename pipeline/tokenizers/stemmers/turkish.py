@@ -23,15 +23,22 @@ step are dropped); the noun state M lists ``-(s)U`` twice.
 
 How it is computed differently, and why the result is the same:
 
-- Suffixes are matched by a set lookup of the word's last k characters instead of a regular
-  expression ``(a|b|...)$``: every alternative of a suffix has the same length k (checked by
-  the tests), and a stemmed word holds only Turkish letters (no newline for ``$`` to match
-  before), so the regex matches exactly when the last k characters are an alternative, and
-  ``re.sub`` removes exactly those k characters.
-- States are small integers with tuples of (suffix, next state) edges built once from
-  tables that mirror the library's (the tests compare them with the library's objects);
-  transitions are lists in a deque, processed in the library's order with its rules for
-  dropping and marking pending transitions.
+- Suffixes are found by dictionary lookups of the word's last letters instead of one
+  regular expression ``(a|b|...)$`` search per suffix: every alternative of a suffix has
+  the same length k (checked at import and by the tests), and the machines only see words
+  of Turkish letters (no newline for ``$`` to match before), so a suffix's regex matches
+  exactly when the last k letters are one of its alternatives, and ``re.sub`` removes
+  exactly those k letters. For each state a table built at import maps every two-letter
+  tail to the edges of its one- and two-letter suffixes and to the longer suffixes' tables
+  worth looking up; the edges come out in the order of the state's list (the library's
+  priority).
+- The library's ``stemWord`` is evaluated when a transition is created instead of when it
+  is taken (it depends only on the word and the suffix), and a transition that leaves the
+  word unchanged is not queued: when its turn comes the library does nothing with it, and
+  dropping or marking it has no effect on any other transition. The queue keeps the
+  library's order and its rules: a transition into a final state records its stem and
+  drops the pending transitions between the same two states and the marked ones; one
+  into a non-final state marks the pending transitions between the same two states.
 - The final choice: every stem is a prefix of the word, so the candidates have distinct
   lengths and the library's sort, whose comparator is a total order as long as at most one
   candidate is an average-stem-size exception, returns the exception if there is one and
@@ -39,10 +46,12 @@ How it is computed differently, and why the result is the same:
   exception candidates (no exception is a prefix of another, up to the last-consonant rule;
   the tests check this on the lists).
 
-Licence: TurkishStemmer is released under the Apache License 2.0 (the ``LICENSE.txt`` in
-its dist-info; its metadata says "Apache Software License, Version 2.0"). This module
-follows its algorithm and contains its four word lists and suffix tables unchanged
-(Copyright Hanefi Onaldi and contributors, Apache-2.0); the code is written anew.
+Licence: TurkishStemmer is released under the Apache License 2.0: its dist-info's
+``LICENSE.txt`` is that licence's text and its README says "licensed under the Apache
+Software License, Version 2.0" (the metadata's License field says UNKNOWN; it is not MIT).
+This module follows its algorithm and holds its four word lists and suffix and state
+tables unchanged (Copyright Hanefi Onaldi and contributors, Apache-2.0); the code is
+written anew.
 """
 
 from __future__ import annotations
