@@ -211,7 +211,7 @@ _HARMONY = frozenset(
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
 # check harmony). One edge: (position in the state's list, suffix, next state). One compiled
 # state: (final, {tail: (edges, longer)}, has edges). The tail is a word's last two letters
-# (the whole word if shorter); every tail of Turkish letters is a key. ``edges`` are the
+# (the whole word if shorter); a tail that is not a key takes no edge. ``edges`` are the
 # state's edges whose suffix (of one or two letters) ends the word, and ``longer`` the
 # (k, {alternative: edges}) tables of its suffixes of k >= 3 letters that end in the tail,
 # by decreasing k: a word takes ``edges`` and the edges its last k letters find in
@@ -235,24 +235,29 @@ def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
         letters = None if optional is None else frozenset(optional.split("|"))
         compiled[name] = (k, frozenset(alternatives), letters,
                           bool(letters and letters <= _VOWEL_SET), harmony)
-    tails = ["", *ALPHABET, *(a + b for a in ALPHABET for b in ALPHABET)]
     index = {name: i for i, name in enumerate(states)}
     out: list[_State] = []
     for initial, final, names in states.values():
         edges = [(position, compiled[name], index[following[initial, final][name]])
                  for position, name in enumerate(names)]
         longer: dict[int, dict[str, tuple[_Edge, ...]]] = {}
+        short: dict[str, list[_Edge]] = {}
+        long_tails: dict[str, set[int]] = {}
         for edge in edges:
-            if edge[1][0] >= 3:
-                table = longer.setdefault(edge[1][0], {})
-                for alternative in edge[1][1]:
+            k = edge[1][0]
+            for alternative in sorted(edge[1][1]):
+                if k >= 3:
+                    table = longer.setdefault(k, {})
                     table[alternative] = (*table.get(alternative, ()), edge)
-        by_tail = {}
-        for tail in tails:
-            short = tuple(e for e in edges if e[1][0] <= 2 and tail[-e[1][0]:] in e[1][1])
-            tables = tuple((k, longer[k]) for k in sorted(longer, reverse=True)
-                           if len(tail) == 2 and any(a.endswith(tail) for a in longer[k]))
-            by_tail[tail] = (short, tables)
+                    long_tails.setdefault(alternative[-2:], set()).add(k)
+                else:  # the tails a one- or two-letter alternative ends
+                    ends = [alternative] + ([c + alternative for c in ALPHABET] if k == 1 else [])
+                    for tail in ends:
+                        short.setdefault(tail, []).append(edge)
+        by_tail = {tail: (tuple(sorted(short.get(tail, ()))),
+                          tuple((k, longer[k]) for k in sorted(long_tails.get(tail, ()),
+                                                               reverse=True)))
+                   for tail in short.keys() | long_tails.keys()}
         out.append((final, by_tail, bool(edges)))
     return tuple(out)
 
@@ -278,7 +283,7 @@ def _moves(start: int, state: _State, word: str) -> list[list[Any]]:
     unchanged does nothing when its turn comes, and dropping or marking it touches no other
     transition, so it is not queued at all.
     """
-    edges, longer = state[1][word[-2:]]
+    edges, longer = state[1].get(word[-2:], _NONE)
     for k, table in longer:
         hit = table.get(word[-k:])
         if hit:
@@ -350,17 +355,17 @@ def _stem(word: str) -> str:
         return word
     stems: set[str] = set()
     # (each machine's state A is looked up here first: most words take none of its edges)
-    if _NOMINAL_VERB_TAILS[word[-2:]] != _NONE:
+    if word[-2:] in _NOMINAL_VERB_TAILS:
         first = _moves(0, _NOMINAL_VERB_A, word)
         if first:
             _strip(_NOMINAL_VERB, first, stems)
     for form in (*stems, word):
-        if _NOUN_TAILS[form[-2:]] != _NONE:
+        if form[-2:] in _NOUN_TAILS:
             first = _moves(0, _NOUN_A, form)
             if first:
                 _strip(_NOUN, first, stems)
     for form in (*stems, word):
-        if _DERIVATIONAL_TAILS[form[-2:]] != _NONE:
+        if form[-2:] in _DERIVATIONAL_TAILS:
             first = _moves(0, _DERIVATIONAL_A, form)
             if first:
                 _strip(_DERIVATIONAL, first, stems)
