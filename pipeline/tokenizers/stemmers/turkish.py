@@ -210,7 +210,7 @@ _HARMONY = frozenset(
 
 # One compiled suffix: (k, alternatives, optional letters or None, optional is a vowel,
 # check harmony). One edge: (position in the state's list, suffix, next state). One compiled
-# state: (final, {tail: (edges, longer)}, has edges). The tail is a word's last two letters
+# state: (final, {tail: (edges, longer)}). The tail is a word's last two letters
 # (the whole word if shorter); a tail that is not a key takes no edge. ``edges`` are the
 # state's edges whose suffix (of one or two letters) ends the word, and ``longer`` the
 # (k, {alternative: edges}) tables of its suffixes of k >= 3 letters that end in the tail,
@@ -219,7 +219,7 @@ _HARMONY = frozenset(
 _Suffix = tuple[int, frozenset[str], "frozenset[str] | None", bool, bool]
 _Edge = tuple[int, _Suffix, int]
 _Longer = tuple[tuple[int, dict[str, tuple[_Edge, ...]]], ...]
-_State = tuple[bool, dict[str, tuple[tuple[_Edge, ...], _Longer]], bool]
+_State = tuple[bool, dict[str, tuple[tuple[_Edge, ...], _Longer]]]
 
 
 def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
@@ -258,7 +258,7 @@ def _compile(suffixes: Mapping[str, tuple[str, str, str | None, bool]],
                           tuple((k, longer[k]) for k in sorted(long_tails.get(tail, ()),
                                                                reverse=True)))
                    for tail in short.keys() | long_tails.keys()}
-        out.append((final, by_tail, bool(edges)))
+        out.append((final, by_tail))
     return tuple(out)
 
 
@@ -344,7 +344,7 @@ def _strip(machine: tuple[_State, ...], pending: list[list[Any]], stems: set[str
                 t = pending[i]
                 if t[0] == start and t[1] == nxt:
                     t[3] = True
-        if state[2]:
+        if stem[-2:] in state[1]:  # else the state has no edge for it
             pending += _moves(nxt, state, stem)
 
 
