@@ -2,9 +2,10 @@
 
 The oracle is ``TurkishStemmer().stem`` (PyPI ``TurkishStemmer==1.3``, the stemmer XL-Sum's
 multilingual ROUGE calls for Turkish): on the shared data's Turkish tokens, on a generated
-corpus built from every suffix of the library's three state machines (checked to take every
-transition of every state, remove every suffix, and reach the protected-word, vowel-harmony,
-optional-letter, last-consonant and average-stem-size rules), on hypothesis text, and on the
+corpus built from every suffix of the library's three state machines (checked, by watching
+the library, to take every reachable transition of every state, remove every suffix, and
+reach the protected-word, vowel-harmony, optional-letter, last-consonant and
+average-stem-size rules), on hypothesis text, and on the
 examples of the library's own documentation. The port's tables are compared with the
 library's objects, so a change of the library cannot pass silently.
 """
