@@ -333,3 +333,12 @@ def test_letters_and_suffixes(word):
 @given(st.text(max_size=20))
 def test_any_text(text):
     assert port.stemmer()(text) == oracle()(text)
+
+
+def test_the_stemmer_pickles_and_holds_no_state():
+    import pickle
+
+    stem = port.stemmer()
+    assert pickle.loads(pickle.dumps(stem)) is stem
+    words = generated_words(2_000, seed=7)
+    assert [stem(w) for w in words] == [stem(w) for w in reversed(words)][::-1]
