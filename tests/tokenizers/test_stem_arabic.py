@@ -22,13 +22,11 @@ from hypothesis import strategies as st
 
 nltk = pytest.importorskip("nltk")
 
-from nltk.stem.snowball import ArabicStemmer, SnowballStemmer  # noqa: E402
+from nltk.stem.snowball import ArabicStemmer  # noqa: E402
 
-from pipeline.tokenizers.multilingual import (  # noqa: E402
-    get_language_tokenizer,
-    snowball_stopwords,
-)
+from pipeline.tokenizers.multilingual import snowball_stopwords  # noqa: E402
 from pipeline.tokenizers.stemmers import arabic  # noqa: E402
+from tests.support.stemming import assert_same_stems, nltk_stemmer, shared_tokens  # noqa: E402
 
 SAME_NLTK = pytest.mark.skipif(
     nltk.__version__ != arabic.NLTK_VERSION,
@@ -57,34 +55,20 @@ def nltk_tables() -> dict[str, tuple[str, ...] | str]:
 
 
 def nltk_stem() -> Callable[[str], str]:
-    stemmer = SnowballStemmer("arabic")
-    stemmer.stopwords.update(STOPWORDS)
-    return stemmer.stem
+    return nltk_stemmer("arabic")
 
 
 def port_stem() -> Callable[[str], str]:
     return arabic.stemmer(STOPWORDS)
 
 
-def first_differences(words: Iterable[str], *, fresh: bool = False, limit: int = 10
-                      ) -> tuple[int, list[tuple[str, str, str]]]:
-    """(number of words, first differing (word, NLTK, port)), in sequence or fresh each."""
-    ours, theirs = port_stem(), nltk_stem()
-    differences, n = [], 0
-    for n, word in enumerate(words, 1):  # noqa: B007
-        if fresh:
-            ours, theirs = port_stem(), nltk_stem()
-        expected, got = theirs(word), ours(word)
-        if expected != got:
-            differences.append((word, expected, got))
-            if len(differences) >= limit:
-                break
-    return n, differences
-
-
 def assert_equal_to_nltk(words: list[str], *, fresh: bool = False) -> None:
-    n, differences = first_differences(words, fresh=fresh)
-    assert not differences, f"first differences of {n} words (word, NLTK, port): {differences}"
+    """In sequence on one stemmer each (NLTK's has a memory), or on fresh ones per word."""
+    if fresh:
+        for word in words:
+            assert_same_stems(nltk_stem(), port_stem(), [word])
+    else:
+        assert_same_stems(nltk_stem(), port_stem(), words)
 
 
 # --- the port mirrors NLTK's class (runs whatever NLTK is installed) ----------------------
@@ -198,22 +182,10 @@ def test_the_never_reset_flag_is_kept():
     assert [ours(w) for w in words] == expected
 
 
-def shared_tokens(shared_dir) -> list[str]:
-    import pyarrow.parquet as pq
-
-    path = shared_dir / "data" / "multilingual" / "examples.parquet"
-    if not path.exists():
-        pytest.skip("../shared/data/multilingual is absent")
-    tokenize = get_language_tokenizer("arabic", stem=False).tokenize
-    rows = pq.read_table(path, filters=[("lang", "=", "arabic")]).to_pylist()
-    return [token for row in rows for text in (row["prediction"], *row["references"])
-            for token in tokenize(text) if len(token) > 3]
-
-
 @SAME_NLTK
 @pytest.mark.parametrize("fresh", [False, True], ids=["in-sequence", "fresh"])
 def test_equal_to_nltk_on_the_shared_arabic_tokens(shared_dir, fresh):
-    tokens = shared_tokens(shared_dir)
+    tokens = shared_tokens(shared_dir, "arabic")
     assert len(tokens) > 2000
     assert_equal_to_nltk(tokens, fresh=fresh)
 

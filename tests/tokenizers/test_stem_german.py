@@ -1,8 +1,7 @@
 """pipeline.tokenizers.stemmers.german against NLTK's GermanStemmer, word for word.
 
-The outside truth is NLTK itself (the version the port names), with the stopwords set the way
-pipeline.tokenizers.multilingual sets them: on the inner stemmer's set, which is the one its
-``stem`` reads (assigning ``SnowballStemmer.stopwords`` a new set would leave it empty).
+The outside truth is NLTK itself (the version the port names), with the shipped stopwords
+(tests/support/stemming.py).
 """
 
 from __future__ import annotations
@@ -20,13 +19,14 @@ from hypothesis import strategies as st
 
 from pipeline.tokenizers.multilingual import snowball_stopwords
 from pipeline.tokenizers.stemmers import german
+from tests.support.stemming import assert_same_stems, nltk_stemmer, shared_tokens
 
 nltk = pytest.importorskip("nltk")
 if nltk.__version__ != german.NLTK_VERSION:
     pytest.skip(f"the port reproduces NLTK {german.NLTK_VERSION}, NLTK {nltk.__version__} is "
                 "installed", allow_module_level=True)
 
-from nltk.stem.snowball import GermanStemmer, SnowballStemmer  # noqa: E402
+from nltk.stem.snowball import GermanStemmer  # noqa: E402
 
 LANGUAGE = "german"
 STOPWORDS = snowball_stopwords(LANGUAGE)
@@ -38,25 +38,8 @@ OTHERS = ("0", "7", "2024", "x1", "\u0441\u043b\u043e\u0432\u043e", "\u1e9e", "\
           "\u2160", "\u00c4", "\u00d6", "\u00dc", "\ufb01", "-", "_", "\U0001d400")
 
 
-def _nltk_stem():
-    stemmer = SnowballStemmer(LANGUAGE)
-    stemmer.stopwords.update(STOPWORDS)
-    return stemmer.stem
-
-
-def _outcome(stem, word):
-    try:
-        return stem(word)
-    except Exception as error:  # noqa: BLE001 - NLTK's exception type is part of its output
-        return type(error)
-
-
 def _assert_equal_to_nltk(words):
-    reference, ours = _nltk_stem(), german.stemmer(STOPWORDS)
-    differing = [(w, _outcome(reference, w), _outcome(ours, w)) for w in words
-                 if _outcome(reference, w) != _outcome(ours, w)]
-    assert not differing, (f"{len(differing)} of {len(words)} words differ (word, NLTK, port); "
-                           f"first: {differing[:10]}")
+    assert_same_stems(nltk_stemmer(LANGUAGE), german.stemmer(STOPWORDS), words)
 
 
 def _suffix_tuples():
@@ -145,19 +128,7 @@ def test_lower_case_never_gives_the_marks():
 
 
 def test_equals_nltk_on_the_shared_german_words(shared_dir):
-    import pyarrow.parquet as pq
-
-    from pipeline.tokenizers.multilingual import get_language_tokenizer, required_modules
-
-    for module in required_modules(LANGUAGE, stem=False):
-        pytest.importorskip(module)
-    path = shared_dir / "data" / "multilingual" / "examples.parquet"
-    if not path.exists():
-        pytest.skip("../shared/data/multilingual is absent")
-    tokenize = get_language_tokenizer(LANGUAGE, stem=False).tokenize
-    words = sorted({token for row in pq.read_table(path).to_pylist() if row["lang"] == LANGUAGE
-                    for text in (row["prediction"], *row["references"])
-                    for token in tokenize(text) if len(token) > 3})
+    words = sorted(set(shared_tokens(shared_dir, LANGUAGE)))
     assert len(words) > 1000
     _assert_equal_to_nltk(words)
 
@@ -194,5 +165,4 @@ ALPHABET = list(LETTERS + german.VOWELS.upper() + "UY" + string.ascii_letters
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(ALPHABET), max_size=16).map("".join) | st.text(max_size=12))
 def test_equals_nltk_on_any_text(word):
-    reference, ours = _nltk_stem(), german.stemmer(STOPWORDS)
-    assert _outcome(ours, word) == _outcome(reference, word)
+    _assert_equal_to_nltk([word])

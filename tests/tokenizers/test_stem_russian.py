@@ -22,8 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.tokenizers.multilingual import get_language_tokenizer, snowball_stopwords
+from pipeline.tokenizers.multilingual import snowball_stopwords
 from pipeline.tokenizers.stemmers import russian
+from tests.support.stemming import assert_same_stems, nltk_stemmer, shared_tokens
 
 nltk = pytest.importorskip("nltk")
 from nltk.stem.snowball import RussianStemmer, SnowballStemmer  # noqa: E402
@@ -63,21 +64,12 @@ def nltk_conditions() -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def reference():
-    s = SnowballStemmer("russian")
-    s.stopwords.update(snowball_stopwords("russian"))
-    return s.stem
+    return nltk_stemmer("russian")
 
 
 @pytest.fixture(scope="module")
 def port():
     return russian.stemmer(snowball_stopwords("russian"))
-
-
-def assert_same(words, reference, port):
-    """Every word's stem equal to NLTK's; the message names the first differing words."""
-    differ = [(w, reference(w), port(w)) for w in words if reference(w) != port(w)]
-    assert not differ, (f"{len(differ)} of {len(words)} words differ (word, nltk, port): "
-                        f"{differ[:10]}")
 
 
 # --- structure: the port mirrors NLTK's class (any NLTK version) -------------------------
@@ -173,17 +165,9 @@ def test_regions_of_lower_case_words_are_nltk_regions(text):
 
 @SAME_VERSION
 def test_shared_russian_tokens(shared_dir, reference, port):
-    import pyarrow.parquet as pq
-
-    path = shared_dir / "data" / "multilingual" / "examples.parquet"
-    if not path.exists():
-        pytest.skip("../shared/data/multilingual is absent")
-    tokenize = get_language_tokenizer("russian", stem=False).tokenize
-    rows = [r for r in pq.read_table(path).to_pylist() if r["lang"] == "russian"]
-    words = sorted({w for r in rows for text in (r["prediction"], *r["references"])
-                    for w in tokenize(text) if len(w) > 3})
+    words = sorted(set(shared_tokens(shared_dir, "russian")))
     assert len(words) > 2000
-    assert_same(words, reference, port)
+    assert_same_stems(reference, port, words)
 
 
 def generated_words(n: int, *, seed: int) -> tuple[list[str], set[tuple[str, str]]]:
@@ -239,14 +223,14 @@ def generated_words(n: int, *, seed: int) -> tuple[list[str], set[tuple[str, str
 def test_generated_corpus(reference, port):
     words, drawn = generated_words(200_000, seed=20261205)
     assert drawn == {(name, s) for name, t in nltk_tuples().items() for s in t}
-    assert_same(words, reference, port)
+    assert_same_stems(reference, port, words)
 
 
 @SAME_VERSION
 @pytest.mark.slow
 def test_generated_corpus_large(reference, port):
     words, _ = generated_words(1_000_000, seed=7)
-    assert_same(words, reference, port)
+    assert_same_stems(reference, port, words)
 
 
 OTHERS = "іїєґўÀÿµ" + "ωΣ" + "中" + "\u0301\u00ad\u200d" + "\U0001f600"

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.tokenizers.stemmers import turkish as port
+from tests.support.stemming import assert_same_stems, shared_tokens
 
 pytest.importorskip("TurkishStemmer")
 
@@ -48,9 +49,8 @@ def oracle():
     return library.TurkishStemmer().stem
 
 
-def first_differences(words, limit=10):
-    stem, ours = oracle(), port.stemmer()
-    return [(w, stem(w), ours(w)) for w in words if stem(w) != ours(w)][:limit]
+def assert_equal_to_the_library(words):
+    assert_same_stems(oracle(), port.stemmer(), words)
 
 
 # --- the tables mirror the library's -------------------------------------------------------
@@ -152,19 +152,9 @@ def test_edge_cases(word):
 # --- the shared data --------------------------------------------------------------------
 
 def test_shared_turkish_tokens(shared_dir):
-    import pyarrow.parquet as pq
-
-    from pipeline.tokenizers.multilingual import get_language_tokenizer
-
-    path = shared_dir / "data" / "multilingual" / "examples.parquet"
-    if not path.exists():
-        pytest.skip("../shared/data/multilingual is absent")
-    tokenize = get_language_tokenizer("turkish", stem=False).tokenize
-    rows = [r for r in pq.read_table(path).to_pylist() if r["lang"] == "turkish"]
-    words = sorted({t for r in rows for text in (r["prediction"], *r["references"])
-                    for t in tokenize(text)})
+    words = sorted(set(shared_tokens(shared_dir, "turkish", longer_than=0)))
     assert sum(len(w) > 3 for w in words) > 1000
-    assert first_differences(words) == []
+    assert_equal_to_the_library(words)
 
 
 # --- a generated corpus that takes every branch -------------------------------------------
