@@ -183,7 +183,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
 
     Returns:
         ``stem(word) -> str``, equal for every ``str`` to ``s.stem(word)`` where
-        ``s = nltk.stem.snowball.SnowballStemmer("french"); s.stopwords = set(stopwords)``
+        ``s = nltk.stem.snowball.SnowballStemmer("french"); s.stopwords.update(stopwords)``
         (a lower-case string; the empty string for an empty word).
 
     Raises:
