@@ -9,9 +9,10 @@ from typing import Any
 import click
 
 from pipeline.cli import main, results_only_stdout
-from pipeline.cli.compare import compare_command, format_table, parse_bands, safe
+from pipeline.cli.compare import compare_command, format_table, parse_bands
 from pipeline.cli.publish import publish_command
 from pipeline.cli.score import one_line, score_command
+from pipeline.cli.text import safe
 from pipeline.errors import ConfigError, PipelineError
 
 
