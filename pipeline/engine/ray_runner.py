@@ -193,7 +193,12 @@ class LocalRay:
             "RAY_AUTH_TOKEN_PATH": token_path,
             # Ray's C++ handler of SIGTERM prints a stack dump and aborts the driver
             # before any clean-up; the caller's handler is used instead
-            "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+            "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
+            # a failed task that will be retried is pushed to the driver as an error through
+            # the GCS; once a run is stopped the push fails and Ray's C++ core wrote "Failed
+            # to push error to driver" on stderr, beside the interrupt's one line (the
+            # engine's own retries are unchanged: only the message is not pushed)
+            "RAY_enable_output_error_log_if_still_retry": "0"}
         self._saved_env = {k: os.environ.get(k) for k in env}
         for k, v in env.items():
             if v is None:
