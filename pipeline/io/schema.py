@@ -224,7 +224,8 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
     Raises:
         InputError: a missing column (naming the file and the columns it has), a column of
             the wrong type, or types differing between files; a group-by column of a type
-            that does not group (lists, structs, maps).
+            that does not group (lists, structs, maps); a ``--language column:COL`` column
+            that is not a string column.
         ConfigError: a ride-along column named like an output column (or, for a group-by
             column, like a column of aggregate.parquet).
 
@@ -293,6 +294,10 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
                               "of that name", hint="rename it in the input")
     carry_types = tuple(_carry_type(predictions, c) for c in carry)
     for c, t in zip(carry, carry_types, strict=True):
+        if c in read and not _is_text(t):
+            raise InputError(f"predictions: --language column:{c} needs a string column; "
+                             f"column {c!r} is {t}", hint="give each row's language name "
+                             "as a string")
         if c in config.group_by and not _groupable(t):
             raise InputError(f"predictions: cannot group by column {c!r} of type {t}: group "
                              "columns hold strings, numbers, booleans, dates or times",

@@ -1,0 +1,45 @@
+"""Bad input a newcomer met: one line on stderr, exit 2, nothing staged (docs/failures.md)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+
+
+@pytest.fixture()
+def good(tmp_path):
+    path = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "prediction": ["the cat sat", "a dog"],
+                             "references": [["the cat"], ["a dog"]],
+                             "lang_int": pa.array([1, 2], pa.int64()),
+                             "lang_bool": [True, False],
+                             "lang_list": [["english"], ["french"]]}), path)
+    return path
+
+
+def _refused(tmp_path, args, *said):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, (result.output, result.exception)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    for s in said:
+        assert s in lines[0], lines[0]
+    assert "Traceback" not in result.output
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["good.parquet"], left  # nothing staged, nothing written
+    return lines[0]
+
+
+@pytest.mark.parametrize(("column", "arrow_type"), [("lang_int", "int64"),
+                                                    ("lang_bool", "bool"),
+                                                    ("lang_list", "list<")])
+def test_a_language_column_that_is_not_strings_is_refused_before_staging(
+        tmp_path, good, column, arrow_type):
+    pytest.importorskip("pyonmttok")
+    _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
+                        "--language", f"column:{column}"],
+             f"column:{column}", arrow_type, "string")
