@@ -43,3 +43,9 @@ def test_a_language_column_that_is_not_strings_is_refused_before_staging(
     _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
                         "--language", f"column:{column}"],
              f"column:{column}", arrow_type, "string")
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_language_is_refused_as_an_empty_column_name_is(tmp_path, good, value):
+    _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
+                        "--language", value], "--language", "language name")

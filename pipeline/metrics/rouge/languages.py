@@ -96,9 +96,13 @@ def check_options(options: Mapping[str, Any]) -> None:
             other than the default without a language; such a ``japanese_dictionary`` with
             one fixed language other than japanese; ``stemmer language`` with ``auto``;
             a language with another tokenizer, the Porter stemmer or case kept; an empty
-            column name; a missing ``multilingual`` extra.
+            or blank language name; an empty column name; a missing ``multilingual`` extra.
     """
     language = options.get("language")
+    if language is not None and not str(language).strip():
+        raise ConfigError(f"--language needs a language name, not {language!r} (config key "
+                          "language)", hint="e.g. --language chinese, auto or column:lang; "
+                          "drop it for rouge-score's tokenizer")
     if not language:
         if options.get("stemmer") == "language":
             raise ConfigError("stemmer 'language' needs --language (config key language)",
