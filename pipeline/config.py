@@ -221,12 +221,15 @@ class ScoreConfig:
             from pipeline.aggregate import bootstrap_bytes
             from pipeline.machine import check_fits
 
+            work = (f"above the default {DEFAULT_BOOTSTRAP:,}, rows x resamples is at most "
+                    f"{_power(MAX_BOOTSTRAP_WORK)}")
             check_fits("bootstrap", self.bootstrap, bytes_each=bootstrap_bytes(
-                self.scoring.specs(), self.scoring.thresholds))
+                self.scoring.specs(), self.scoring.thresholds), at_most=MAX_BOOTSTRAP,
+                hint=work)
             if self.bootstrap > MAX_BOOTSTRAP:
                 raise ConfigError(f"bootstrap: {self.bootstrap:,} resamples is more than the "
                                   f"maximum of {MAX_BOOTSTRAP:,}",
-                                  hint=f"the default is {DEFAULT_BOOTSTRAP:,}")
+                                  hint=work)
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"confidence: expected a level in (0, 1), got {self.confidence}",
                               hint="e.g. 0.95")

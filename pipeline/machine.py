@@ -78,7 +78,8 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes:,} bytes"
 
 
-def check_fits(name: str, count: int, *, bytes_each: int, what: str = "resamples") -> None:
+def check_fits(name: str, count: int, *, bytes_each: int, what: str = "resamples",
+               at_most: int | None = None, hint: str | None = None) -> None:
     """Refuse a count a user gave whose memory passes what this machine can hold.
 
     The one bound of every user-given size that memory grows with (bootstrap resamples,
@@ -92,10 +93,15 @@ def check_fits(name: str, count: int, *, bytes_each: int, what: str = "resamples
         bytes_each: bytes held per unit of ``count`` (a lower bound: the arrays the work
             keeps per resample), > 0.
         what: the unit, for the message.
+        at_most: the setting's own maximum, if any (> 0): the largest count the message
+            gives is the smaller of it and the count that fits in memory, so that it is a
+            value the setting accepts.
+        hint: a further bound the count must also meet, for the message (e.g. a work
+            limit that depends on the input's size).
 
     Raises:
         ConfigError: ``count * bytes_each`` exceeds :func:`memory_bytes` (names the setting,
-            the memory it needs, the machine's and the largest count that fits).
+            the memory it needs, the machine's and the largest accepted count).
 
     """
     from pipeline.errors import ConfigError
@@ -103,6 +109,10 @@ def check_fits(name: str, count: int, *, bytes_each: int, what: str = "resamples
     have = memory_bytes()
     need = count * bytes_each
     if need > have:
+        fits = have // bytes_each
+        largest = fits if at_most is None else min(fits, at_most)
+        why = " (its maximum)" if largest < fits else ""
         raise ConfigError(f"{name}: {count:,} {what} need at least {_size(need)} of memory; "
-                          f"this machine holds {_size(have)} (at most "
-                          f"{have // bytes_each:,} {what})")
+                          f"this machine holds {_size(have)} (at most {fits:,} {what})",
+                          hint=f"the largest {name} accepted is {largest:,}{why}"
+                               + (f"; {hint}" if hint else ""))

@@ -49,3 +49,26 @@ def test_a_language_column_that_is_not_strings_is_refused_before_staging(
 def test_an_empty_language_is_refused_as_an_empty_column_name_is(tmp_path, good, value):
     _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
                         "--language", value], "--language", "language name")
+
+
+@pytest.mark.parametrize(("memory_resamples", "largest"), [(85_392_577, "100,000"),
+                                                          (40_000, "40,000")])
+def test_a_bootstrap_beyond_memory_names_the_largest_value_that_is_accepted(
+        tmp_path, good, monkeypatch, memory_resamples, largest):
+    # the largest value given is the smaller of what memory holds and the maximum
+    import pipeline.machine
+    from pipeline.aggregate import bootstrap_bytes
+    from pipeline.config import ScoreConfig
+
+    each = bootstrap_bytes(ScoreConfig().scoring.specs(), ScoreConfig().scoring.thresholds)
+    monkeypatch.setattr(pipeline.machine, "memory_bytes", lambda: memory_resamples * each)
+    line = _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
+                               "--bootstrap", "10000000000"],
+                    "10,000,000,000 resamples", f"largest bootstrap accepted is {largest}",
+                    "1e10")
+    assert f"at most {memory_resamples:,} resamples" in line, line
+    if largest != "100,000":  # accepted indeed (memory is the bound here)
+        n = int(largest.replace(",", ""))
+        ok = CliRunner().invoke(main, ["score", str(good), "--output", str(tmp_path / "o"),
+                                       "--bootstrap", str(n)])
+        assert ok.exit_code == 0, ok.output
