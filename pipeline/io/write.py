@@ -192,11 +192,13 @@ def check_report_output(loc: Location, *, output: str) -> None:
     """Refuse, before any work, a report output that :func:`write_report_file` would refuse.
 
     Raises:
+        ConfigError: an empty ``output`` (:func:`check_output_given`).
         OutputExistsError: see :func:`write_report_file`; also a file inside a complete
             overlap score run's directory (:func:`check_output_place`).
         ExecutionError: the storage cannot be read.
 
     """
+    check_output_given(output)
     try:
         _check_report_destination(loc, output=output,
                                   local=isinstance(loc.fs, pafs.LocalFileSystem))
@@ -637,6 +639,21 @@ def _is_score_run(fs: pafs.FileSystem, path: str) -> bool:
         return False
 
 
+def check_output_given(output: str) -> None:
+    """Refuse an empty or blank output path, before any other check of it.
+
+    Args:
+        output: the output as given (``--output``, ``--plot``, ``--delta``...).
+
+    Raises:
+        ConfigError: ``output`` is empty or only white space (exit 2).
+
+    """
+    if not output.strip():
+        raise ConfigError(f"the output path is empty ({output!r}): name a directory or file "
+                          "to write to")
+
+
 def check_output_place(output: str, *, may_be_run: bool = False,
                        may_be_link: bool = False) -> None:
     """Refuse, before any work, an output that is a symbolic link or lies in a score run.
@@ -655,10 +672,12 @@ def check_output_place(output: str, *, may_be_run: bool = False,
             tables it points to and never replaces the link).
 
     Raises:
+        ConfigError: ``output`` is empty (:func:`check_output_given`).
         OutputExistsError: ``output`` is a symbolic link on the local filesystem, or is (or
             is inside) a complete overlap score run's directory (exit 3; nothing written).
 
     """
+    check_output_given(output)
     shown = output.rstrip("/") or output
     loc = locate(shown)
     local = isinstance(loc.fs, pafs.LocalFileSystem)
@@ -698,9 +717,11 @@ def check_apart(output: str, inputs: dict[str, str | None]) -> None:
             or glob.
 
     Raises:
-        ConfigError: the output and an input overlap.
+        ConfigError: the output and an input overlap; an empty output
+            (:func:`check_output_given`).
 
     """
+    check_output_given(output)
     out = locate(output.rstrip("/") or output)
     for what, given in inputs.items():
         if not given:
@@ -752,7 +773,8 @@ def _sibling_uri(uri: str, name: str) -> str:
 
 
 __all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "REPORT_MARK",
-           "STATE_FILE", "SUCCESS_FILE", "OutputDir", "check_apart", "check_output_place",
+           "STATE_FILE", "SUCCESS_FILE", "OutputDir", "check_apart", "check_output_given",
+           "check_output_place",
            "check_report_output",
            "checksum", "read_json", "write_json", "write_parquet", "write_report_file",
            "write_text"]

@@ -72,3 +72,20 @@ def test_a_bootstrap_beyond_memory_names_the_largest_value_that_is_accepted(
         ok = CliRunner().invoke(main, ["score", str(good), "--output", str(tmp_path / "o"),
                                        "--bootstrap", str(n)])
         assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_output_is_refused_plainly(tmp_path, good, value, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a blank name is a relative path: written here, if at all
+    line = _refused(tmp_path, ["score", str(good), "--output", value], "output path is empty")
+    assert "inside" not in line, line
+
+
+def test_an_empty_report_output_is_refused_plainly(tmp_path, good):
+    run = tmp_path / "run"
+    assert CliRunner().invoke(main, ["score", str(good), "--output", str(run),
+                                     "--bootstrap", "0"]).exit_code == 0
+    result = CliRunner().invoke(main, ["report", str(run), "--output", ""])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        "Error: the output path is empty (''): name a directory or file to write to"]
