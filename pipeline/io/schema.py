@@ -285,6 +285,12 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
     carry += tuple(c for c in read if c not in carry)
     written = set(RESERVED_COLUMNS) | set(written_columns)
     for c in carry:
+        if c in read and c not in config.group_by and c not in config.keep_columns \
+                and (c in written or c in (id_col, pred_col, ref_col)
+                     or (config.keep_text and c == TEXT_COLUMN)):
+            raise ConfigError(f"--language column:{c}: column {c!r} is an id, text or "
+                              "output column, not a language column",
+                              hint="name the column holding each row's language")
         if c in written or c in (id_col, pred_col, ref_col) \
                 or (config.keep_text and c == TEXT_COLUMN):
             raise ConfigError(f"cannot group by or keep column {c!r}: it is an id, text or "

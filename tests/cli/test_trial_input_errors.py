@@ -89,3 +89,13 @@ def test_an_empty_report_output_is_refused_plainly(tmp_path, good):
     assert result.exit_code == 2, result.output
     assert result.stderr.splitlines() == [
         "Error: the output path is empty (''): name a directory or file to write to"]
+
+
+@pytest.mark.parametrize("column", ["prediction", "id", "references"])
+def test_a_language_column_that_is_an_id_or_text_column_names_language(tmp_path, good,
+                                                                        column):
+    pytest.importorskip("pyonmttok")
+    line = _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
+                               "--language", f"column:{column}"],
+                    f"--language column:{column}", repr(column))
+    assert "group by" not in line, line
