@@ -334,7 +334,7 @@ def open_run(path: str) -> RunInfo:
 
     """
     fs, root, manifest = _complete_run(
-        path, hint="the run failed or is still being written; compare with the last run that "
+        path, hint="the run failed or is still being written; give the last run that "
                    "finished")
     files = _example_files(fs, root, path)
     run_id = manifest.get("run_id")

@@ -99,3 +99,20 @@ def test_a_language_column_that_is_an_id_or_text_column_names_language(tmp_path,
                                "--language", f"column:{column}"],
                     f"--language column:{column}", repr(column))
     assert "group by" not in line, line
+
+
+@pytest.mark.parametrize("command", [["report", "--output", "r.html"], ["compare", "RUN"],
+                                     ["explain", "--id", "a"]])
+def test_an_unfinished_run_is_named_without_another_command(tmp_path, good, command,
+                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    (unfinished / "manifest.json").write_text("{}")
+    args = [a if a != "RUN" else str(unfinished) for a in command]
+    result = CliRunner().invoke(main, [command[0], str(unfinished), *args[1:]])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "not a complete run" in lines[0], result.stderr
+    other = {"report", "compare", "explain"} - {command[0]}
+    assert not any(word in lines[0] for word in other), lines[0]
