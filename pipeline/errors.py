@@ -106,6 +106,11 @@ class ExecutionError(PipelineError):
 def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str | None:
     """Return a "did you mean X?" hint for an unknown name, or None when nothing is close.
 
+    Names are compared case- and punctuation-insensitively: lower-cased, with ``_`` and
+    ``-`` removed (``rouge_l`` and ``ROUGE-L`` both suggest ``rougeL``); a name equal to a
+    choice in that form wins, else the closest by :func:`difflib.get_close_matches`
+    (ratio >= 0.6). The suggestion is the choice as spelled in ``choices``.
+
     Args:
         name: the unknown name the user gave.
         choices: the valid names.
@@ -113,5 +118,14 @@ def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str | None:
     """
     import difflib
 
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
+    def key(s: str) -> str:
+        return s.lower().replace("_", "").replace("-", "")
+
+    by_key: dict[str, str] = {}
+    for choice in choices:
+        by_key.setdefault(key(choice), choice)
+    wanted = key(name)
+    if wanted in by_key:
+        return f"did you mean {by_key[wanted]!r}?"
+    close = difflib.get_close_matches(wanted, list(by_key), n=1, cutoff=0.6)
+    return f"did you mean {by_key[close[0]]!r}?" if close else None

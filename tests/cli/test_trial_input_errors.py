@@ -116,3 +116,12 @@ def test_an_unfinished_run_is_named_without_another_command(tmp_path, good, comm
     assert len(lines) == 1 and "not a complete run" in lines[0], result.stderr
     other = {"report", "compare", "explain"} - {command[0]}
     assert not any(word in lines[0] for word in other), lines[0]
+
+
+@pytest.mark.parametrize(("given", "meant"), [("rouge_l", "rougeL"), ("ROUGE-L", "rougeL"),
+                                              ("rouge_lsum", "rougeLsum"),
+                                              ("token-f1", "token_f1"), ("BLEU", "bleu")])
+def test_did_you_mean_ignores_case_and_punctuation(tmp_path, good, given, meant):
+    _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
+                        "--metrics", given], f"unknown metric {given!r}",
+             f"did you mean {meant!r}?")
