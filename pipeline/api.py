@@ -947,9 +947,11 @@ def _score_night(night: _Night, predictions: str, references: str | None,
     try:
         score(predictions, references=references, output=run_dir, config=config,
               run_id=night.run_id, progress=said_started)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         said_started()
-        log(f"interrupted while scoring {run_dir}; to resume, {night.again}")
+        # the CLI says it in its one line about the interrupt (exit 130 or 143)
+        interrupt.resume_hint = (  # type: ignore[attr-defined]
+            f"while scoring {run_dir}; to resume, {night.again}")
         raise
     except PipelineError as error:
         resume = f"; to resume, {night.again}" if _staging_left(run_dir) else ""
@@ -1174,6 +1176,11 @@ def nightly(
 
     Returns:
         A :class:`NightlyRun`; errors of a step are returned in it, never raised.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM while scoring; its ``resume_hint`` reads
+            ``while scoring ROOT/run_date=D/run_id=ID; to resume, run again with
+            RUN_DATE=D RUN_ID=ID``.
 
     """
     run_date = run_date or datetime.now(timezone.utc).strftime("%Y-%m-%d")

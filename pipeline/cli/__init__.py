@@ -380,10 +380,11 @@ class _Main(click.Group):
             # cluster: the clean-up has run by then.
             _Signals.received = signal.SIGTERM
             self._stopped(ctx, completed=completed)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             if _Signals.received is None:  # raised by a handler of the caller's
                 _Signals.received = signal.SIGINT
-            self._stopped(ctx, completed=completed)
+            self._stopped(ctx, completed=completed,
+                          resume_hint=getattr(interrupt, "resume_hint", None))
         finally:
             if self._process:
                 # The process ends now (see __call__): a signal can no longer stop anything,
@@ -395,13 +396,17 @@ class _Main(click.Group):
                 signal.signal(s, handler)
 
     @staticmethod
-    def _stopped(ctx: click.Context, *, completed: bool) -> None:
+    def _stopped(ctx: click.Context, *, completed: bool, resume_hint: str | None = None
+                 ) -> None:
+        # resume_hint: what to run to resume (nightly: its RUN_DATE and RUN_ID), in the line
         name, code = (("terminated (SIGTERM)", EXIT_TERMINATED)
                       if _Signals.received == signal.SIGTERM
                       else ("interrupted (Ctrl-C)", EXIT_INTERRUPTED))
         if completed:
             click.echo(f"Error: {name} while stopping the local Ray instance; the command "
                        "itself had completed", err=True)
+        elif resume_hint:
+            click.echo(f"Error: {name} {resume_hint}", err=True)
         else:
             click.echo(f"Error: {name}; running the same command again resumes a score run",
                        err=True)

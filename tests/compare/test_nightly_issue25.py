@@ -410,7 +410,7 @@ def test_the_interrupt_hint_names_the_run_id_and_following_it_resumes(tmp_path, 
 
     monkeypatch.setattr(api, "score", interrupted)
     logs: list[str] = []
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         api.nightly(str(root), str(predictions), run_date="2025-01-01", run_id=given,
                     config=config, plot=False, log=logs.append)
     staged = [p.name for p in (root / "run_date=2025-01-01").iterdir()]
@@ -418,8 +418,9 @@ def test_the_interrupt_hint_names_the_run_id_and_following_it_resumes(tmp_path, 
     run_id = staged[0].removeprefix(".run_id=").partition(".overlap-staging-")[0]
     assert given is None or run_id == given
     run_dir = root / "run_date=2025-01-01" / f"run_id={run_id}"
-    hint = logs[-1]
-    assert hint.startswith(f"interrupted while scoring {root}/run_date=2025-01-01/run_id="), hint
+    hint = stopped.value.resume_hint  # the CLI's one line says it (see the next test)
+    assert not any("resume" in line for line in logs), logs
+    assert hint.startswith(f"while scoring {root}/run_date=2025-01-01/run_id="), hint
     assert hint.endswith(f"to resume, run again with RUN_DATE=2025-01-01 RUN_ID={run_id}"), hint
     monkeypatch.setattr(api, "score", real_score)
     again: list[str] = []
@@ -429,6 +430,32 @@ def test_the_interrupt_hint_names_the_run_id_and_following_it_resumes(tmp_path, 
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["resumed"] is True and manifest["run_id"] == run_id
     assert manifest["stages"]["score"]["partitions_reused"] >= 2, manifest["stages"]
+
+
+def test_an_interrupted_nightly_says_one_line_with_the_resume_hint(tmp_path, predictions,
+                                                                   monkeypatch):
+    root = tmp_path / "nights"
+    real_score = api.score
+
+    def interrupted(*args, progress=None, **kwargs):
+        def stop(stage: str, done: int, total: int) -> None:
+            if progress is not None:
+                progress(stage, done, total)
+            if stage == "score" and done >= 1:
+                raise KeyboardInterrupt
+        return real_score(*args, progress=stop, **kwargs)
+
+    monkeypatch.setattr(api, "score", interrupted)
+    result = CliRunner().invoke(main, ["nightly", str(root), str(predictions),
+                                       "--run-date", "2025-01-01", "--run-id", "mine",
+                                       "--no-plot", "--score-args", "--metrics rouge1 "
+                                       "--bootstrap 0 --engine local"])
+    assert result.exit_code == 130, result.output
+    stopped = [line for line in result.stderr.splitlines()
+               if line.startswith("Error") or "to resume" in line]
+    assert stopped == [f"Error: interrupted (Ctrl-C) while scoring {root}/run_date=2025-01-01/"
+                       "run_id=mine; to resume, run again with RUN_DATE=2025-01-01 "
+                       "RUN_ID=mine"], result.stderr
 
 
 # --- item 29: missing predictions -------------------------------------------------------------
