@@ -99,7 +99,8 @@ class OutputLock:
 
         Raises:
             OutputExistsError: another live run holds it.
-            ExecutionError: the storage refused.
+            ExecutionError: the storage refused (the message names the output and its
+                directory: it cannot be written there).
 
         """
         self._token = secrets.token_hex(8)
@@ -110,7 +111,13 @@ class OutputLock:
             else:
                 self._acquire_remote(run_id)
         except OSError as e:
-            raise ExecutionError(f"cannot lock {self.loc.uri}: {e}") from None
+            # the lock is the run's first file beside the output: the output's place
+            # cannot be written (a read-only, missing or forbidden parent)
+            where = self.loc.uri.rsplit("/", 1)[0] if "/" in self.loc.uri else "."
+            raise ExecutionError(f"cannot write the output {self.output}: {where}: "
+                                 f"{e.strerror or e}",
+                                 hint="choose an --output in a directory you can write"
+                                 ) from None
 
     def _acquire_local(self, run_id: str | None) -> None:
         import fcntl

@@ -125,3 +125,19 @@ def test_did_you_mean_ignores_case_and_punctuation(tmp_path, good, given, meant)
     _refused(tmp_path, ["score", str(good), "--output", str(tmp_path / "o"),
                         "--metrics", given], f"unknown metric {given!r}",
              f"did you mean {meant!r}?")
+
+
+@pytest.mark.parametrize("output", ["/proc/overlap-x", "/sys/kernel/overlap-x"])
+def test_an_output_place_that_cannot_be_written_is_named_as_the_output(tmp_path, good,
+                                                                       output):
+    import os
+
+    parent = os.path.dirname(output)
+    if not os.path.isdir(parent) or os.path.exists(output):
+        pytest.skip(f"{parent} is not a Linux pseudo-filesystem here")
+    result = CliRunner().invoke(main, ["score", str(good), "--output", output])
+    assert result.exit_code == 4, result.output  # storage: the exit-code table's 4
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"Error: cannot write the output {output}: {parent}: "), lines[0]
+    assert "lock" not in lines[0], lines[0]
