@@ -9,10 +9,11 @@ from typing import Any
 import click
 
 from pipeline.cli import main, results_only_stdout
-from pipeline.cli.compare import compare_command, format_table, parse_bands, safe
+from pipeline.cli.compare import compare_command, format_table, parse_bands
 from pipeline.cli.publish import publish_command
 from pipeline.cli.score import one_line, score_command
 from pipeline.errors import ConfigError, PipelineError
+from pipeline.printable import safe
 
 
 def _words(name: str, text: str) -> list[str]:
