@@ -742,12 +742,15 @@ class RayRunner:
         test session whose shared Ray had just run a task that raised an InputError. The
         tasks end anyway: a local instance is stopped right after, and a cluster ends a job's
         tasks when its driver disconnects. In a reused session (a notebook) they run to
-        completion, writing into the run's staging directory: there this waits for them (at
-        most :data:`CANCEL_WAIT_S`), so that none still writes when the caller deletes that
-        directory after a bad input (a file written during the deletion leaves the directory
-        behind; partition 1 writes its examples just as partition 0 fails).
+        completion, writing into the run's staging directory: after an error there (called
+        while handling an Exception) this waits for them, at most :data:`CANCEL_WAIT_S`, so
+        that none still writes when the caller deletes that directory after a bad input (a
+        file written during the deletion leaves the directory behind; partition 1 writes its
+        examples just as partition 0 fails). After Ctrl-C or SIGTERM it returns at once (the
+        staging directory is kept for a resume).
         """
-        if self._local is not None or self._connected or not handles:
+        if self._local is not None or self._connected or not handles \
+                or not isinstance(sys.exc_info()[1], Exception):
             return
         try:
             self._ray.wait(list(handles), num_returns=len(handles), timeout=CANCEL_WAIT_S)

@@ -156,14 +156,22 @@ def test_after_a_failed_stage_a_reused_ray_session_s_tasks_are_waited_for():
             self.waits.append((refs, num_returns, timeout))
             return refs, []
 
+    def cancel_in_handler(runner, error):  # as the engine calls it: handling the failure
+        try:
+            raise error
+        except BaseException:
+            runner.cancel(["a", "b", "c"])
+
     reused = RayRunner.__new__(RayRunner)
     reused._local, reused._connected, reused._ray = None, False, FakeRay()
-    reused.cancel(["a", "b", "c"])
+    cancel_in_handler(reused, InputError("bad"))
     assert reused._ray.waits == [(["a", "b", "c"], 3, CANCEL_WAIT_S)]
+    cancel_in_handler(reused, KeyboardInterrupt())  # Ctrl-C: no wait, the staging is kept
+    assert len(reused._ray.waits) == 1
     for local, connected in ((object(), False), (None, True)):
         own = RayRunner.__new__(RayRunner)
         own._local, own._connected, own._ray = local, connected, FakeRay()
-        own.cancel(["a"])
+        cancel_in_handler(own, InputError("bad"))
         assert own._ray.waits == []
 
 
