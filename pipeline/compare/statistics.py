@@ -33,6 +33,7 @@ from statistics import NormalDist
 import numpy as np
 
 from pipeline import stats
+from pipeline.config_checks import check_resamples
 from pipeline.errors import ConfigError
 from pipeline.machine import check_fits
 from pipeline.stats import Estimate
@@ -96,9 +97,10 @@ def check_settings(*, n_bootstrap: int, confidence: float, band: float = 0.0,
     """Validate comparison settings.
 
     Raises:
-        ConfigError: confidence outside (0, 1), n_bootstrap < 1 or more resamples than the
-            machine's memory holds (:data:`BYTES_PER_RESAMPLE` each), band < 0, or
-            max_missing outside [0, 1].
+        ConfigError: confidence outside (0, 1), n_bootstrap < 1, more resamples than the
+            machine's memory holds (:data:`BYTES_PER_RESAMPLE` each) or than
+            :data:`~pipeline.config_checks.MAX_BOOTSTRAP`, band < 0, or max_missing outside
+            [0, 1].
 
     """
     if not 0.0 < confidence < 1.0:
@@ -106,6 +108,7 @@ def check_settings(*, n_bootstrap: int, confidence: float, band: float = 0.0,
     if n_bootstrap < 1:
         raise ConfigError(f"n_bootstrap must be at least 1, got {n_bootstrap}")
     check_fits("n_bootstrap", n_bootstrap, bytes_each=BYTES_PER_RESAMPLE)
+    check_resamples("n_bootstrap", n_bootstrap, default=DEFAULT_N_BOOTSTRAP)
     if not band >= 0.0:
         raise ConfigError(f"band must be a non-negative score difference, got {band}")
     if not 0.0 <= max_missing <= 1.0:
