@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pipeline.config_checks import (
+    MAX_BOOTSTRAP,
+    MAX_BOOTSTRAP_WORK,
     as_bool,
     as_choice,
     as_float,
@@ -26,6 +28,9 @@ from pipeline.config_checks import (
     as_opt_int,
     as_opt_str,
     as_str,
+    check_resamples,
+    check_resampling_work,
+    work_limit_note,
 )
 from pipeline.errors import ConfigError, did_you_mean
 from pipeline.metrics import registry
@@ -47,12 +52,6 @@ ON_MISSING = ("error", "skip", "zero")
 ON_EMPTY_REFERENCES = ("error", "skip")
 DEFAULT_MAX_TOKENS = 100_000
 DEFAULT_BOOTSTRAP = 1000
-# The bootstrap's bounds: resamples at most, and prediction rows x resamples (weighted
-# draws) above the default at most. 10^10 draws (100,000 rows x 100,000 resamples, four
-# ROUGE metrics) took 17.6-28.6 s on the project's 2-core machine; the default 1,000
-# reaches it at 10M rows. A typo (30,000,000 resamples) is refused, not run for hours.
-MAX_BOOTSTRAP = 100_000
-MAX_BOOTSTRAP_WORK = 10**10
 
 
 def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
@@ -221,15 +220,11 @@ class ScoreConfig:
             from pipeline.aggregate import bootstrap_bytes
             from pipeline.machine import check_fits
 
-            work = (f"above the default {DEFAULT_BOOTSTRAP:,}, rows x resamples is at most "
-                    f"{_power(MAX_BOOTSTRAP_WORK)}")
             check_fits("bootstrap", self.bootstrap, bytes_each=bootstrap_bytes(
                 self.scoring.specs(), self.scoring.thresholds), at_most=MAX_BOOTSTRAP,
-                hint=work)
-            if self.bootstrap > MAX_BOOTSTRAP:
-                raise ConfigError(f"bootstrap: {self.bootstrap:,} resamples is more than the "
-                                  f"maximum of {MAX_BOOTSTRAP:,}",
-                                  hint=work)
+                hint=work_limit_note(DEFAULT_BOOTSTRAP))
+            check_resamples("bootstrap", self.bootstrap, default=DEFAULT_BOOTSTRAP,
+                            maximum=MAX_BOOTSTRAP)
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"confidence: expected a level in (0, 1), got {self.confidence}",
                               hint="e.g. 0.95")
@@ -257,14 +252,8 @@ class ScoreConfig:
                 ``bootstrap`` within the limit at this size.
 
         """
-        work = n_rows * self.bootstrap
-        if self.bootstrap <= DEFAULT_BOOTSTRAP or work <= MAX_BOOTSTRAP_WORK:
-            return
-        fits = max(DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP_WORK // max(1, n_rows))
-        raise ConfigError(f"bootstrap: {self.bootstrap:,} resamples over {n_rows:,} "
-                          f"examples are {_power(work)} weighted draws, more than the limit "
-                          f"of {_power(MAX_BOOTSTRAP_WORK)} (rows x resamples)",
-                          hint=f"at most {fits:,} resamples at this size")
+        check_resampling_work("bootstrap", self.bootstrap, n_rows, default=DEFAULT_BOOTSTRAP,
+                              limit=MAX_BOOTSTRAP_WORK)
 
     def signature(self, *, n_references: int | str) -> Signature:
         """Return the run's signature (see :mod:`pipeline.signature`).
@@ -296,11 +285,6 @@ class ScoreConfig:
         out["runtime_env"] = dict(self.runtime_env) if self.runtime_env else None
         out["storage"] = None  # endpoints and profiles stay out of manifests
         return out
-
-
-def _power(n: int) -> str:
-    """``n`` in two significant digits and a power of ten: ``3e12``, ``1.5e11``."""
-    return f"{n:.2g}".replace("e+", "e")
 
 
 # Keys about where a run executes, not what it computes: left out of the manifest's "config"

@@ -134,16 +134,19 @@ def explain(prediction: str | None, references: Sequence[str | None], *,
         values["metrics"] = DEFAULT_METRICS
     checked = ScoringSettings.from_values(**values)
     flat = checked.option_map
+    # --language auto: the example's language, detected once, shown and handed to the
+    # explainers (ROUGE's tokenizes with it) beside the options
+    detected = detected_language(prediction, list(references), checked.metrics, flat)
+    given = flat if detected is None else {**flat, "detected_language": detected}
     out: dict[str, MetricExplanation] = {}
     for family, names in registry.by_family(checked.metrics):
         explainer = explainer_of(family)
         if explainer is None:
             raise ConfigError(f"the {family.name} family does not explain its metrics "
                               f"({', '.join(names)})")
-        out.update(explainer(prediction, list(references), names, flat))
+        out.update(explainer(prediction, list(references), names, given))
     settings = {"metrics": list(checked.metrics), **flat,
                 "signature": registry.signature_fields(checked.metrics, flat)}
-    detected = detected_language(prediction, list(references), checked.metrics, flat)
     if detected is not None:
         settings["detected_language"] = detected
     return Explanation(settings=settings, prediction=prediction, references=list(references),

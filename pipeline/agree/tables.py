@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.errors import InputError
+from pipeline.printable import safe
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -436,7 +437,8 @@ def _p(p: Any, n_resamples: int) -> str:
 
 
 def _group_text(group: dict[str, Any] | None) -> str:
-    return "(all)" if not group else ",".join(f"{k}={v}" for k, v in group.items())
+    # column names and values are data: control and bidi characters escaped (as score's table)
+    return "(all)" if not group else ",".join(f"{safe(k)}={safe(v)}" for k, v in group.items())
 
 
 def _against_ceiling(v: dict[str, Any]) -> str:
@@ -464,23 +466,26 @@ def summary_text(document: dict[str, Any]) -> str:
         document: an ``agreement.json`` document (:func:`result_document`).
 
     Returns:
-        Lines of text, no trailing newline.
+        Lines of text, no trailing newline. Measure, human and group column names and group
+        values are data: their control and bidirectional-format characters are escaped (a
+        newline as ``\\x0a``, U+202E as ``\\u202e``; :func:`pipeline.printable.safe`), as in
+        ``overlap score``'s summary table.
 
     """
     lines = []
     n_boot = int(document.get("settings", {}).get("n_resamples") or 0)
     n_perm = int(document.get("settings", {}).get("n_permutations") or 0)
     for v in document["verdict"]:
-        head = (f"{v['human']}, {v['level']} level, "
+        head = (f"{safe(v['human'])}, {v['level']} level, "
                 f"{COEFFICIENT_LABELS.get(v['coefficient'], v['coefficient'])}: ")
         if v.get("best") is None:
             lines.append(head + f"undefined ({v.get('reason') or 'no value'})")
             continue
-        text = (head + f"{v['best']} agrees best, {_num(v['value'])} "
+        text = (head + f"{safe(v['best'])} agrees best, {_num(v['value'])} "
                 f"[{_num(v['low'])}, {_num(v['high'])}]")
         if v.get("tested"):
             same = v["indistinguishable"]
-            text += ("; indistinguishable from it: " + ", ".join(same) if same
+            text += ("; indistinguishable from it: " + ", ".join(map(safe, same)) if same
                      else "; every other measure agrees significantly less")
         if v.get("ceiling") is not None:
             text += "; " + _against_ceiling(v)
@@ -491,7 +496,7 @@ def summary_text(document: dict[str, Any]) -> str:
                          f"(p {_p(c['p_vs_rest'], n_boot)})")
     alphas = {(c["human"]): c for c in document["ceiling"]}
     for human, c in alphas.items():
-        lines.append(f"{human}: {c['n_raters']} raters, Krippendorff's alpha interval "
+        lines.append(f"{safe(human)}: {c['n_raters']} raters, Krippendorff's alpha interval "
                      f"{_num(c['alpha_interval'])}, ordinal {_num(c['alpha_ordinal'])}")
     lines.append(f"signature: {document['signature']}")
     lines.append("")
@@ -506,12 +511,12 @@ def summary_text(document: dict[str, Any]) -> str:
         if r.get("p_vs_rest") is not None:
             note = (f"{_num(r['delta_vs_rest'], '+.3f')} vs rest, "
                     f"p {_p(r['p_vs_rest'], n_boot)}")
-        lines.append((f"{r['measure'][:24]:<24} {str(r['human'])[:20]:<20} {r['level']:<7} "
+        lines.append((f"{safe(r['measure'])[:24]:<24} {safe(r['human'])[:20]:<20} {r['level']:<7} "
                      f"{r['coefficient']:<10} {_group_text(r['group'])[:16]:<16} "
                      f"{_num(r['value']):>7} [{_num(r['low'])}, {_num(r['high'])}]".ljust(
                          len(header) - 4) + f"  {note}").rstrip())
     for p in document.get("preferences") or []:
-        lines.append(f"preferences, {p['measure']}: agrees with the raters' majority on "
+        lines.append(f"preferences, {safe(p['measure'])}: agrees with the raters' majority on "
                      f"{_num(p['agreement'])} [{_num(p['low'])}, {_num(p['high'])}] of "
                      f"{p['n_pairs']} pairs (chance 0.5; majority a {_num(p['majority_a'], '.0%')}"
                      f", b {_num(p['majority_b'], '.0%')}, tie {_num(p['majority_tie'], '.0%')})"

@@ -11,8 +11,8 @@ import click
 from pipeline import compare as cmp
 from pipeline.cli import main, results_only_stdout
 from pipeline.cli.options import measures_option
-from pipeline.cli.text import safe, safe_json
 from pipeline.errors import PipelineError
+from pipeline.printable import safe, safe_json
 
 _TEXT_WIDTH = 160
 

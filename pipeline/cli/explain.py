@@ -10,8 +10,8 @@ import click
 
 from pipeline.cli import main
 from pipeline.cli.score import _family_option, one_line
-from pipeline.cli.text import safe
 from pipeline.errors import PipelineError
+from pipeline.printable import safe
 
 
 def _family_options(fn: Any) -> Any:
@@ -85,7 +85,7 @@ def explain_command(ctx: click.Context, run_dir: str | None, example_id: str | N
 def escaped_json(document: Any) -> str:
     """The document as indented JSON, control and bidirectional-format characters escaped.
 
-    As the text tables (:func:`pipeline.cli.text.safe`) do, every character of Unicode
+    As the text tables (:func:`pipeline.printable.safe`) do, every character of Unicode
     category Cc or Cf but the zero-width joiner is written as its JSON escape
     (``\\u202e``), so that a right-to-left override or an escape sequence in a text
     cannot act on the terminal; the JSON decodes to the same strings. Other characters

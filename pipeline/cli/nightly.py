@@ -12,8 +12,8 @@ from pipeline.cli import main, results_only_stdout
 from pipeline.cli.compare import compare_command, format_table, parse_bands
 from pipeline.cli.publish import publish_command
 from pipeline.cli.score import one_line, score_command
-from pipeline.cli.text import safe
 from pipeline.errors import ConfigError, PipelineError
+from pipeline.printable import safe
 
 
 def _words(name: str, text: str) -> list[str]:

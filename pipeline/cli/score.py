@@ -236,7 +236,7 @@ def score_command(ctx: click.Context, predictions: str, references: str | None, 
         if line not in early:
             click.echo(line, err=True)
     if output_format == "json":
-        from pipeline.cli.text import safe_json
+        from pipeline.printable import safe_json
 
         click.echo(safe_json(summary_document(run.manifest, run.aggregate)))
     else:
@@ -400,8 +400,8 @@ def format_summary(manifest: dict[str, Any], aggregate: Any, *,
 
     """
     from pipeline.aggregate import metric_aggregates
-    from pipeline.cli.text import safe
     from pipeline.metrics import registry
+    from pipeline.printable import safe
 
     config = manifest["config"]
     group_by: list[str] = config["group_by"]

@@ -64,6 +64,7 @@ from pipeline.compare.statistics import (
     TEST_METHOD,
     check_settings,
 )
+from pipeline.config_checks import MAX_BOOTSTRAP_WORK, check_resampling_work
 from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.base import MetricSpec
 
@@ -390,7 +391,7 @@ def compare_runs(
         band: the floor of every band as a fraction of each measure's full scale, >= 0.
         bands: floors in the measure's own units, by measure.
         confidence: interval level in (0, 1); alarms at ``1 - confidence``.
-        n_bootstrap: resamples, >= 1.
+        n_bootstrap: resamples, 1 to :data:`~pipeline.config_checks.MAX_BOOTSTRAP`.
         seed: resampling seed.
         top: how many moved examples to list, >= 0.
         allow_signature_mismatch: compare runs whose scoring settings differ.
@@ -418,7 +419,9 @@ def compare_runs(
         InputError: a directory that is not a complete run, unreadable files, or bad data.
         SignatureMismatchError: the runs' scoring settings differ for a compared measure
             (unless allowed).
-        ConfigError: bad settings or measure names.
+        ConfigError: bad settings or measure names; over the default ``n_bootstrap``,
+            the smaller run's examples x ``n_bootstrap`` above
+            :data:`~pipeline.config_checks.MAX_BOOTSTRAP_WORK` (before any data is read).
 
     """
     from pipeline.io import runs
@@ -431,6 +434,9 @@ def compare_runs(
     with ThreadPoolExecutor(2, thread_name_prefix="overlap-open") as pool:  # checksums side by side
         opened = [pool.submit(runs.open_run, d) for d in (baseline_dir, candidate_dir)]
     base, cand = opened[0].result(), opened[1].result()  # the baseline's error first
+    # the pairs are at most the smaller run's examples: bounded before any data is read
+    check_resampling_work("n_bootstrap", n_bootstrap, min(base.n_examples, cand.n_examples),
+                          default=DEFAULT_N_BOOTSTRAP, limit=MAX_BOOTSTRAP_WORK)
     notes: list[str] = []
     other = base.signature.differences(cand.signature, keys=NON_SCORE_FIELDS)
     if other:

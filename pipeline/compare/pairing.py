@@ -34,6 +34,7 @@ from pipeline.compare.statistics import (
     is_missing,
     paired_resampling,
 )
+from pipeline.config_checks import MAX_BOOTSTRAP_WORK, check_resampling_work
 from pipeline.errors import ConfigError, InputError
 from pipeline.metrics.base import MetricSpec
 from pipeline.stats import Estimate
@@ -685,7 +686,8 @@ def compare_examples(
             ``scale``: 1 for ROUGE, 100 for BLEU), >= 0.
         bands: static bands in the measure's own units, by measure (override ``band``).
         confidence: interval level in (0, 1); the alarm level is ``1 - confidence``.
-        n_bootstrap: bootstrap resamples and randomization trials, >= 1.
+        n_bootstrap: bootstrap resamples and randomization trials, 1 to
+            :data:`~pipeline.config_checks.MAX_BOOTSTRAP`.
         seed: seed of the resampling, in [0, 2**64).
         specs: the runs' metric specs (from the registry): a corpus metric's primary measure
             is then compared by its corpus score. Without specs every measure is a mean.
@@ -699,7 +701,9 @@ def compare_examples(
         A :class:`Comparison` (bands ``static``; :func:`with_bands` sets learned ones).
 
     Raises:
-        ConfigError: bad settings or measure names.
+        ConfigError: bad settings or measure names; over the default ``n_bootstrap``, the
+            paired examples x ``n_bootstrap`` above
+            :data:`~pipeline.config_checks.MAX_BOOTSTRAP_WORK`.
         InputError: missing columns, null ids, duplicate keys, non-numeric or non-finite
             scores, group columns whose types differ between runs, or no example in common.
 
@@ -715,6 +719,8 @@ def compare_examples(
                                                   group_columns=group_columns)
     if paired.empty:
         raise _no_pair(key, len(baseline_only), len(candidate_only))
+    check_resampling_work("n_bootstrap", n_bootstrap, len(paired), default=DEFAULT_N_BOOTSTRAP,
+                          limit=MAX_BOOTSTRAP_WORK)
     base_matrix, cand_matrix, hashes = _paired_values(paired, setup.columns, id_column,
                                                       group_columns)
 

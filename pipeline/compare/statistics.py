@@ -33,6 +33,7 @@ from statistics import NormalDist
 import numpy as np
 
 from pipeline import stats
+from pipeline.config_checks import MAX_BOOTSTRAP, check_resamples, work_limit_note
 from pipeline.errors import ConfigError
 from pipeline.machine import check_fits
 from pipeline.stats import Estimate
@@ -96,16 +97,19 @@ def check_settings(*, n_bootstrap: int, confidence: float, band: float = 0.0,
     """Validate comparison settings.
 
     Raises:
-        ConfigError: confidence outside (0, 1), n_bootstrap < 1 or more resamples than the
-            machine's memory holds (:data:`BYTES_PER_RESAMPLE` each), band < 0, or
-            max_missing outside [0, 1].
+        ConfigError: confidence outside (0, 1), n_bootstrap < 1, more resamples than the
+            machine's memory holds (:data:`BYTES_PER_RESAMPLE` each) or than
+            :data:`~pipeline.config_checks.MAX_BOOTSTRAP`, band < 0, or max_missing outside
+            [0, 1].
 
     """
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
     if n_bootstrap < 1:
         raise ConfigError(f"n_bootstrap must be at least 1, got {n_bootstrap}")
-    check_fits("n_bootstrap", n_bootstrap, bytes_each=BYTES_PER_RESAMPLE)
+    check_fits("n_bootstrap", n_bootstrap, bytes_each=BYTES_PER_RESAMPLE,
+               at_most=MAX_BOOTSTRAP, hint=work_limit_note(DEFAULT_N_BOOTSTRAP))
+    check_resamples("n_bootstrap", n_bootstrap, default=DEFAULT_N_BOOTSTRAP)
     if not band >= 0.0:
         raise ConfigError(f"band must be a non-negative score difference, got {band}")
     if not 0.0 <= max_missing <= 1.0:

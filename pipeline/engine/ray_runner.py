@@ -45,6 +45,10 @@ AUTH_TOKEN_FILE = "auth_token"
 # and reads them back, so the whole process tree stays within a few GB at any input size.
 LOCAL_OBJECT_STORE_BYTES = 2 << 30
 
+# Seconds a reused session's unfinished tasks are waited for after a failed stage (see
+# RayRunner.cancel).
+CANCEL_WAIT_S = 60.0
+
 # Retries of a task before the run fails: after a lost worker or node (Ray's system
 # failures), or a transient error raised by the task itself.
 MAX_RETRIES = 3
@@ -741,10 +745,22 @@ class RayRunner:
         (``task_manager.cc``: ``it != submissible_tasks_.end()``), which aborts the driver
         with a stack dump instead of our one-line error: seen on a local instance, and in a
         test session whose shared Ray had just run a task that raised an InputError. The
-        tasks end anyway: a local instance is stopped right after, a cluster ends a job's
-        tasks when its driver disconnects, and in a reused session (a notebook) they run to
-        completion, writing only into the run's staging directory.
+        tasks end anyway: a local instance is stopped right after, and a cluster ends a job's
+        tasks when its driver disconnects. In a reused session (a notebook) they run to
+        completion, writing into the run's staging directory: after an error there (called
+        while handling an Exception) this waits for them, at most :data:`CANCEL_WAIT_S`, so
+        that none still writes when the caller deletes that directory after a bad input (a
+        file written during the deletion leaves the directory behind; partition 1 writes its
+        examples just as partition 0 fails). After Ctrl-C or SIGTERM it returns at once (the
+        staging directory is kept for a resume).
         """
+        if self._local is not None or self._connected or not handles \
+                or not isinstance(sys.exc_info()[1], Exception):
+            return
+        try:
+            self._ray.wait(list(handles), num_returns=len(handles), timeout=CANCEL_WAIT_S)
+        except Exception:  # noqa: BLE001, S110 - best effort: the caller's error goes on
+            pass
 
     def describe(self) -> dict[str, Any]:
         """Engine, address (None for a local instance) and the cluster's CPUs."""

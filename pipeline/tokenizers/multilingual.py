@@ -577,6 +577,12 @@ def _port(language: str) -> Any:
 def _snowball(language: str) -> Callable[[str], str]:
     port = _port(language)
     if port is not None:
+        if language == "arabic":
+            # NLTK's Arabic stemmer remembers whether any word has lost a verb suffix, and
+            # stems differently from then on; multilingual-rouge's stemmer is in that state
+            # after the first few words it meets. Stems are made as in that state, so that
+            # they do not depend on which words a process met first (partitions, caches).
+            return port.stemmer(snowball_stopwords(language), verb_suffix_seen=True)
         return port.stemmer(snowball_stopwords(language))
     from nltk.stem.snowball import SnowballStemmer
 

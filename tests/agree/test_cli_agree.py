@@ -288,6 +288,32 @@ def test_the_summary_writes_no_p_of_zero_and_no_negative_zero():
     assert line == line.rstrip() and line.endswith("[0.000, 0.700]")
 
 
+def test_the_summary_escapes_control_and_bidi_characters_of_the_data():
+    # group values, group columns, measure and human names come from the user's files: an
+    # escape sequence or a right-to-left override in them must not act on the terminal
+    from pipeline.agree.tables import summary_text
+
+    group = {"set\u202e": "ext\x1b[2J\nnews"}
+    verdict = {"human": "h\u202e", "level": "input", "coefficient": "kendall",
+               "best": "m\x1b[31m", "value": 0.3, "low": 0.2, "high": 0.4, "tested": True,
+               "indistinguishable": ["n\u2066"],
+               "collapses": [{"group": group, "value": 0.1, "delta_vs_rest": -0.3,
+                              "p_vs_rest": 0.01}]}
+    row = {"measure": "m\x1b[31m", "human": "h\u202e", "level": "input",
+           "coefficient": "kendall", "group": group, "value": 0.1, "low": 0.0, "high": 0.2,
+           "rank": None, "p_vs_best": None, "p_vs_rest": 0.01, "delta_vs_rest": -0.3,
+           "reason": None}
+    doc = {"verdict": [verdict], "ceiling": [], "rows": [row], "notes": [], "signature": "s",
+           "settings": {"n_resamples": 1000, "n_permutations": 1000}}
+    text = summary_text(doc)
+    assert not any(ch in text for ch in "\x1b\u202e\u2066"), repr(text)
+    lines = text.splitlines()
+    assert lines[1].startswith("  collapses on set\\u202e=ext\\x1b[2J\\x0anews: 0.100"), lines
+    assert lines[0].startswith("h\\u202e, input level, Kendall tau-b: m\\x1b[31m agrees best")
+    assert "indistinguishable from it: n\\u2066" in lines[0]
+    assert lines[-1].startswith("m\\x1b[31m"), lines[-1]
+
+
 def test_jsonl_scores_and_csv_judgments_with_lists_of_raters(tmp_path):
     # the same tables as Parquet, as JSON Lines and CSV (raters as a JSON array in the cell)
     frame = _tables(tmp_path)

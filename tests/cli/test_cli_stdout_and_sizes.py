@@ -174,6 +174,60 @@ def test_compare_n_bootstrap_beyond_memory_is_refused_with_exit_2(runs, tmp_path
         assert not (tmp_path / "cmp").exists()
 
 
+def test_compare_n_bootstrap_beyond_the_maximum_is_refused_with_exit_2(runs, tmp_path):
+    # 200,000 resamples of 40 pairs fit in any memory but pass score's documented maximum
+    # (docs/failures.md), which compare shares: one line before any work, nothing written
+    from pipeline.config import MAX_BOOTSTRAP
+
+    base, cand = runs
+    done = overlap("compare", base, cand, "--n-bootstrap", str(2 * MAX_BOOTSTRAP), "--output",
+                   str(tmp_path / "cmp"))
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done.stderr)
+    assert "n_bootstrap: 200,000 resamples is more than the maximum of 100,000" in line, line
+    assert not (tmp_path / "cmp").exists() and done.stdout == ""
+
+
+@pytest.mark.parametrize("engine", ["local", None])  # the engine's and the in-memory pairing
+def test_compare_n_bootstrap_beyond_the_work_limit_is_refused_with_exit_2(
+        runs, tmp_path, monkeypatch, engine):
+    # paired examples x resamples above the limit (lowered to 40 pairs x 1,500 resamples),
+    # with the same wording as score's; the default 1,000 resamples are taken at any size
+    import pipeline.compare.comparison
+    import pipeline.compare.pairing
+    from pipeline.compare import compare_runs
+
+    for module in (pipeline.compare.comparison, pipeline.compare.pairing):
+        monkeypatch.setattr(module, "MAX_BOOTSTRAP_WORK", N * 1500)
+    base, cand = runs
+    if engine is None:  # the library's in-memory path (compare_examples' own check)
+        monkeypatch.setattr(pipeline.compare.comparison, "MAX_BOOTSTRAP_WORK", 10**12)
+        from pipeline.errors import ConfigError
+
+        with pytest.raises(ConfigError, match=f"n_bootstrap: 1,501 resamples over {N} "
+                                              "examples are 6e04 weighted draws, more than "
+                                              "the limit of 6e04"):
+            compare_runs(base, cand, n_bootstrap=1501)
+        assert compare_runs(base, cand, n_bootstrap=1500).comparison.n_bootstrap == 1500
+        return
+    args = ["compare", base, cand, "--engine", engine]
+    refused = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "a"),
+                                        "--n-bootstrap", "1501"])
+    assert refused.exit_code == 2, refused.output
+    errors = [x for x in refused.output.splitlines() if x.startswith("Error")]
+    assert len(errors) == 1 and "Traceback" not in refused.output, refused.output
+    assert f"n_bootstrap: 1,501 resamples over {N} examples" in errors[0], errors[0]
+    assert "at most 1,500 resamples" in errors[0], errors[0]
+    assert not (tmp_path / "a").exists()
+    within = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "b"),
+                                       "--n-bootstrap", "1500"])
+    assert within.exit_code == 1, within.output  # the candidate's alarm
+    for module in (pipeline.compare.comparison, pipeline.compare.pairing):
+        monkeypatch.setattr(module, "MAX_BOOTSTRAP_WORK", N * 10)
+    default = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "c")])
+    assert default.exit_code == 1, default.output  # 1,000 resamples: taken at any size
+
+
 def test_top_and_history_window_are_bounded_by_the_data_not_refused(runs, tmp_path):
     # --top N lists at most the paired examples and --history-window N at most the nights
     # there are: a huge N costs nothing, so it is taken as "all"

@@ -140,6 +140,41 @@ def test_an_input_error_on_a_worker_fails_once_clearly(local_ray, tmp_path, monk
     _an_input_error_fails_once_clearly(tmp_path, monkeypatch, ScoreConfig(**SETTINGS))
 
 
+def test_after_a_failed_stage_a_reused_ray_session_s_tasks_are_waited_for():
+    """The Ray test above shares the session's Ray: the other partitions' tasks keep running
+    after partition 0's InputError, and partition 1 writes its examples just as partition 0
+    fails. The driver waits for them before deleting the staging directory (a file written
+    during the deletion left it behind, under load); a Ray instance of the runner's own is
+    stopped instead, at once."""
+    from pipeline.engine.ray_runner import CANCEL_WAIT_S, RayRunner
+
+    class FakeRay:
+        def __init__(self):
+            self.waits = []
+
+        def wait(self, refs, *, num_returns, timeout):
+            self.waits.append((refs, num_returns, timeout))
+            return refs, []
+
+    def cancel_in_handler(runner, error):  # as the engine calls it: handling the failure
+        try:
+            raise error
+        except BaseException:
+            runner.cancel(["a", "b", "c"])
+
+    reused = RayRunner.__new__(RayRunner)
+    reused._local, reused._connected, reused._ray = None, False, FakeRay()
+    cancel_in_handler(reused, InputError("bad"))
+    assert reused._ray.waits == [(["a", "b", "c"], 3, CANCEL_WAIT_S)]
+    cancel_in_handler(reused, KeyboardInterrupt())  # Ctrl-C: no wait, the staging is kept
+    assert len(reused._ray.waits) == 1
+    for local, connected in ((object(), False), (None, True)):
+        own = RayRunner.__new__(RayRunner)
+        own._local, own._connected, own._ray = local, connected, FakeRay()
+        cancel_in_handler(own, InputError("bad"))
+        assert own._ray.waits == []
+
+
 def test_an_input_error_in_process_fails_once_clearly(tmp_path, monkeypatch):
     """The same on the in-process engine (the fast tier's twin of the Ray test above)."""
     _an_input_error_fails_once_clearly(tmp_path, monkeypatch,

@@ -247,46 +247,78 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
     assert compiled.cpu_flags(str(tmp_path / "missing")) == frozenset()
 
 
-@pytest.mark.parametrize("build", ["generic", "v3"])
-def test_the_compiled_bootstrap_releases_the_gil(build):
-    # Another thread runs Python while the kernel runs: sampled timestamps of the main thread
-    # fall inside the kernel's call (a kernel holding the GIL blocks them all until it returns).
+def _python_ran_mid_call(fn, *, min_call_s: float = 0.3, give_up_s: float = 8.0) -> str:
+    """Call the bootstrap kernel ``fn`` in a thread while this one reads its output.
+
+    The kernel adds each block of 1,024 rows into ``tot`` as it goes: a read strictly between
+    0 (before the call) and the final value (after it) was made while the kernel was in the
+    middle of its work, which a kernel holding the GIL makes impossible whatever the
+    scheduling. How soon a read lands mid-call does depend on the load (CI runs at load 2-8
+    on 2 cores), so calls of at least ``min_call_s`` are repeated, twice as long each time,
+    until one is seen or ``give_up_s`` of kernel time has passed.
+
+    Returns:
+        "" when a read landed mid-call, else what was tried (for the failure message).
+
+    """
     import threading
     import time
 
     from pipeline import stats
 
-    fn = _bootstrap_builds().get(build)
-    if fn is None:
-        pytest.skip(f"no {build} ahead-of-time build here")
     rng = np.random.default_rng(3)
     n = 200_000
     grid = stats.to_grid(rng.random((n, 4)), max_weight=8)
     keys = stats.stream_keys(np.arange(n, dtype=np.uint64), seed=1, weights="poisson")
-    span = {}
+    words, spent, tried = 16, 0.0, []
+    while spent < give_up_s:
+        acc, tot = np.zeros((4, 4 * words)), np.zeros(4 * words)
+        span = {}
 
-    def work():
-        words = 16
-        while True:  # long enough to see: at least 0.3 s
-            acc, tot = np.zeros((4, 4 * words)), np.zeros(4 * words)
+        def work(acc=acc, tot=tot, words=words, span=span):
             span["start"] = time.perf_counter()
             fn(grid, keys, 0, words, stats.THRESHOLDS["poisson"], 0, acc, tot)
             span["stop"] = time.perf_counter()
-            if span["stop"] - span["start"] >= 0.3:
-                return
-            words *= 4
 
-    thread = threading.Thread(target=work)
-    samples = []
-    thread.start()
-    while thread.is_alive():
-        samples.append(time.perf_counter())
-        time.sleep(0.001)
-    thread.join()
-    start, stop = span["start"], span["stop"]
-    margin = 0.2 * (stop - start)
-    inside = [t for t in samples if start + margin < t < stop - margin]
-    assert inside, f"no Python ran in {stop - start:.2f} s of the kernel: it holds the GIL"
+        thread = threading.Thread(target=work)
+        reads = []
+        thread.start()
+        while thread.is_alive():
+            reads.append(float(tot[0]))
+            time.sleep(0.001)
+        thread.join()
+        final, took = float(tot[0]), span["stop"] - span["start"]
+        assert final > 0
+        if any(0 < r < final for r in reads):
+            return ""
+        spent += took
+        tried.append(f"{took:.2f} s ({len(reads)} reads)")
+        words *= 2 if took >= min_call_s else 4
+    return "calls of " + ", ".join(tried)
+
+
+@pytest.mark.parametrize("build", ["generic", "v3"])
+def test_the_compiled_bootstrap_releases_the_gil(build):
+    # This thread runs Python while the kernel is half-way through its work (see
+    # _python_ran_mid_call); a kernel holding the GIL blocks it until the kernel returns.
+    fn = _bootstrap_builds().get(build)
+    if fn is None:
+        pytest.skip(f"no {build} ahead-of-time build here")
+    tried = _python_ran_mid_call(fn)
+    assert not tried, f"no Python ran mid-call in {tried}: the kernel holds the GIL"
+
+
+@pytest.mark.slow  # numba compiles the kernel (about 6 CPU-s); the check then gives up in 2 s
+def test_the_gil_check_fails_for_a_kernel_holding_the_gil():
+    # the same kernel compiled by numba's JIT without nogil: the check above must fail for it
+    from numba import njit
+
+    from pipeline import resampling
+
+    holding = njit(nogil=False)(resampling.weighted_sums.py_func)
+    assert _python_ran_mid_call(holding, give_up_s=2.0).startswith("calls of ")
+    released = njit(nogil=True)(resampling.weighted_sums.py_func)
+    assert _python_ran_mid_call(released) == ""
 
 
 def test_a_large_bootstrap_compiles_nothing(tmp_path):

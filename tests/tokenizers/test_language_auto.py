@@ -109,3 +109,26 @@ def test_explain_uses_the_detected_language():
     assert got.metrics["rouge1"].measures == want.metrics["rouge1"].measures
     assert got.metrics["rouge1"].prediction.tokens == want.metrics["rouge1"].prediction.tokens
     assert got.metrics["rouge1"].prediction.tokens != ["今天天气很好"]
+
+
+def test_explain_detects_the_language_once(monkeypatch):
+    # the explanation's settings show the language and ROUGE's explainer tokenizes with it:
+    # one detection serves both
+    from pipeline.explanation import explain
+    from pipeline.tokenizers import multilingual
+
+    calls = []
+    real = multilingual.detect_language
+
+    def counted(texts):
+        calls.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(multilingual, "detect_language", counted)
+    got = explain("今天天气很好", ["今天天气不错"], metrics=("rouge1", "rougeL"),
+                  language="auto")
+    assert calls == [["今天天气很好", "今天天气不错"]]
+    assert got.settings["detected_language"] == "chinese"
+    want = explain("今天天气很好", ["今天天气不错"], metrics=("rouge1", "rougeL"),
+                   language="chinese")
+    assert got.metrics["rougeL"].measures == want.metrics["rougeL"].measures

@@ -182,6 +182,31 @@ def test_the_never_reset_flag_is_kept():
     assert [ours(w) for w in words] == expected
 
 
+# a word whose verb suffix NLTK's step 1 removes: it sets the flag
+SETS_THE_FLAG = "\u0643\u062a\u0627\u0628\u0647"
+
+
+def nltk_stem_with_the_flag_set() -> Callable[[str], str]:
+    stem = nltk_stem()
+    stem(SETS_THE_FLAG)
+    return stem
+
+
+@SAME_NLTK
+def test_with_the_flag_set_from_the_start_stems_do_not_depend_on_order():
+    # kana (they were) stems to kan on a fresh NLTK stemmer and to kanu once the flag is set
+    kanu = "\u0643\u0627\u0646\u0648\u0627"
+    fresh, settled = nltk_stem(), nltk_stem_with_the_flag_set()
+    assert fresh(kanu) != settled(kanu)
+    ours = arabic.stemmer(STOPWORDS, verb_suffix_seen=True)
+    assert ours(kanu) == settled(kanu) == ours(kanu)
+    words = generated_words(50_000, seed=7)
+    assert_same_stems(nltk_stem_with_the_flag_set(),
+                      arabic.stemmer(STOPWORDS, verb_suffix_seen=True), words)
+    backwards = arabic.stemmer(STOPWORDS, verb_suffix_seen=True)
+    assert [backwards(w) for w in reversed(words)][::-1] == [ours(w) for w in words]
+
+
 @SAME_NLTK
 @pytest.mark.parametrize("fresh", [False, True], ids=["in-sequence", "fresh"])
 def test_equal_to_nltk_on_the_shared_arabic_tokens(shared_dir, fresh):

@@ -198,7 +198,10 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
         references: the references (None is empty, as the scorer reads it).
         metrics: names the rouge family serves.
         options: the flat scoring options (``tokenizer``, ``stemmer``, ``case_sensitive``,
-            ``multi_reference``, ``sentence_split``, ``max_tokens``...), checked.
+            ``multi_reference``, ``sentence_split``, ``max_tokens``...), checked; under
+            ``language`` ``auto``, ``detected_language`` when the caller has detected the
+            example's language already (:func:`pipeline.explanation.detected_language`),
+            else it is detected here.
 
     Returns:
         Per metric a :class:`MetricExplanation` whose measures, statistics and reference
@@ -212,11 +215,14 @@ def explain_rouge(prediction: str | None, references: Sequence[str | None],
     rule = str(options["multi_reference"])
     split = "rougeLsum" in metrics and options["sentence_split"] == "punctuation"
     if options.get("language"):
+        from pipeline.metrics.rouge.languages import is_auto
         from pipeline.tokenizers.multilingual import detect_language
 
-        auto = options["language"] == "auto"
-        whole, lines = language_views(options, split_sentences=split, detected=detect_language(
-            [prediction, *references]) if auto else None)
+        detected = None
+        if is_auto(options["language"]):  # detected by the caller (explain), else here
+            detected = options.get("detected_language") or detect_language(
+                [prediction, *references])
+        whole, lines = language_views(options, split_sentences=split, detected=detected)
     else:
         tok = get_tokenizer(options["tokenizer"],
                             case_sensitive=bool(options["case_sensitive"]))

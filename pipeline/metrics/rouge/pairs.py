@@ -74,10 +74,7 @@ def _summary_level_hits(tokens, line_offsets, text_line_offsets, pred, ref, cnt_
         return 0, built
     for q in range(r_len):
         mark[q] = False
-    n_words = (p_len + 63) >> 6
-    if built and n_words > 2:
-        clear_masks(tokens, p_start, p_len, loc)
-        built = False
+    n_words = (p_len + 63) >> 6  # <= 2 when built (its caller builds at most 128 tokens)
     if built or (n_words <= 2 and lmasks.shape[1] >= n_words
                  and lmasks.shape[0] >= min(p_len, loc.shape[0])):
         # the whole prediction in one or two words, a lane of bits per line

@@ -16,7 +16,9 @@ every behaviour of that code is kept, including where it departs from the ``.sbl
 - NLTK never resets its ``suffixes_verb_step1_success`` flag: after the first word in which
   the first verb-suffix step removed something, every later word of the same stemmer takes
   the branch for "step 1 removed something". A stemmer returned by :func:`stemmer` keeps
-  the same flag, so it equals one NLTK instance called on the same words in the same order.
+  the same flag, so it equals one NLTK instance called on the same words in the same order;
+  with ``verb_suffix_seen=True`` the flag is set from the start, and stems no longer depend
+  on the words met before (what multilingual ROUGE uses: see its ``_snowball``).
 - ``suffix_noun_step2b`` is the string ``"ات"`` looped over character by character, so a
   word of 5 or more characters ending in ``ا`` or ``ت`` (when step 2a did not apply) loses
   its last two characters.
@@ -143,7 +145,8 @@ def _cuts(suffixes: Iterable[str]) -> dict[str, int]:
     return {suffix: len(suffix) for suffix in suffixes}
 
 
-def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
+def stemmer(stopwords: frozenset[str], *, verb_suffix_seen: bool = False
+            ) -> Callable[[str], str]:
     """A function equal to the ``stem`` of one NLTK 3.10.4 ``SnowballStemmer("arabic")``.
 
     Equal to ``s = SnowballStemmer("arabic"); s.stopwords.update(stopwords); s.stem``
@@ -155,6 +158,9 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
         stopwords: words returned unchanged after pre-normalisation (diacritics, tatweel and
             some punctuation deleted); the caller passes
             ``pipeline.tokenizers.multilingual.snowball_stopwords("arabic")``.
+        verb_suffix_seen: start with the flag set, as NLTK's stemmer is once any word has
+            lost a verb suffix (a word such as ``كتابه``): every stem then depends on its word
+            alone, and equals what that NLTK instance gives from then on.
 
     Returns:
         ``stem(word: str) -> str``, any ``str`` in (any script, empty included), the stem out
@@ -188,7 +194,7 @@ def stemmer(stopwords: frozenset[str]) -> Callable[[str], str]:
     verb3 = frozenset(MIRRORED["prefix_step3_verb"])
     verb4 = frozenset(MIRRORED["prefix_step4_verb"])
     ist = "\u0627\u0633\u062a"
-    step1_success = False  # NLTK's suffixes_verb_step1_success, never reset
+    step1_success = verb_suffix_seen  # NLTK's suffixes_verb_step1_success, never reset
 
     def stem(word: str) -> str:
         nonlocal step1_success

@@ -1,7 +1,9 @@
-"""Text printed to a terminal from data: control and bidirectional-format characters escaped.
+"""Data made safe to print: control and bidirectional-format characters escaped.
 
-Shared by every command that prints group values, ids, paths or texts (light: no command's
-machinery is imported with it).
+Group values, ids, texts and column names come from the user's data and are printed to a
+terminal (``score``'s summary table, ``compare``'s, ``agree``'s summary, error messages); an
+escape sequence or a right-to-left override in them must not act on the terminal. Used by
+the command line and by the text summaries built below it (:mod:`pipeline.agree.tables`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import Any
 def safe(text: Any) -> str:
     """``str(text)`` with control and bidirectional-format characters escaped.
 
-    Data (group values, ids, texts, error messages naming them) is printed to a terminal;
-    an escape sequence or a right-to-left override in it must not act on the terminal. A
-    newline becomes ``\\x0a``, ESC ``\\x1b``, U+202E ``\\u202e``; other characters are kept.
+    Every character of Unicode category Cc or Cf except U+200D (the zero-width joiner of
+    emoji and Indic scripts) is escaped: a newline becomes ``\\x0a``, ESC ``\\x1b``, U+202E
+    ``\\u202e``; other characters are kept.
     """
     out = []
     for ch in str(text):
@@ -34,10 +36,12 @@ def safe_json(document: Any) -> str:
     ``ensure_ascii=False`` keeps letters readable; the characters :func:`safe` escapes
     (U+202E and the other Cc/Cf characters, U+200D kept) are written as ``\\uXXXX`` escapes,
     so the JSON means the same and a terminal showing it is not turned around.
+
+    Raises:
+        ValueError: a NaN or infinite float in ``document`` (not JSON).
+        TypeError: a value JSON cannot hold.
+
     """
     text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)
     return "".join(json.dumps(ch)[1:-1] if unicodedata.category(ch) in ("Cc", "Cf")
                    and ch not in "\u200d\n" else ch for ch in text)
-
-
-__all__ = ["safe", "safe_json"]
