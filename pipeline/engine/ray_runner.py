@@ -83,6 +83,12 @@ def require_ray() -> None:
         raise MissingExtraError("the ray engine needs Ray", hint=_RAY_HINT)
 
 
+def _verbose() -> bool:
+    """Whether Ray's own messages are wanted: ``overlap --verbose`` (env OVERLAP_VERBOSE)."""
+    return os.environ.get("OVERLAP_VERBOSE", "").strip().lower() not in (
+        "", "0", "false", "no", "off")
+
+
 def _import_ray(*, local: bool = False) -> Any:
     """Import ray; ``local``: first tell Ray (if not imported yet) to keep to loopback.
 
@@ -200,9 +206,9 @@ class LocalRay:
             "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
             # a failed task that will be retried is pushed to the driver as an error through
             # the GCS; once a run is stopped the push fails and Ray's C++ core wrote "Failed
-            # to push error to driver" on stderr, beside the interrupt's one line (the
-            # engine's own retries are unchanged: only the message is not pushed)
-            "RAY_enable_output_error_log_if_still_retry": "0"}
+            # to push error to driver" on stderr, beside the interrupt's one line. Pushed
+            # (and shown) with overlap --verbose only; the retries themselves are unchanged
+            "RAY_enable_output_error_log_if_still_retry": None if _verbose() else "0"}
         self._saved_env = {k: os.environ.get(k) for k in env}
         for k, v in env.items():
             if v is None:
@@ -522,8 +528,7 @@ def check_driver(address: str, *, timeout_s: float = DRIVER_CHECK_TIMEOUT_S) -> 
     except subprocess.TimeoutExpired:
         raise ExecutionError(f"the Ray cluster at {address} did not answer within "
                              f"{timeout_s:.0f} s", hint=hint) from None
-    verbose = os.environ.get("OVERLAP_VERBOSE", "").strip().lower()
-    if verbose not in ("", "0", "false", "no", "off") and proc.stderr.strip():
+    if _verbose() and proc.stderr.strip():
         sys.stderr.write(proc.stderr)  # Ray's own lines, with overlap --verbose only
     try:
         found = json.loads(proc.stdout.strip().splitlines()[-1])
