@@ -283,16 +283,15 @@ def resolve_inputs(config: InputSettings, predictions: Sequence[InputFile],
     scoring: Any = getattr(config, "scoring", None)
     read = scoring.input_columns() if hasattr(scoring, "input_columns") else ()
     carry += tuple(c for c in read if c not in carry)
-    written = set(RESERVED_COLUMNS) | set(written_columns)
+    # id, text and output columns: none of them can ride along
+    taken = {*RESERVED_COLUMNS, *written_columns, id_col, pred_col, ref_col,
+             *((TEXT_COLUMN,) if config.keep_text else ())}
     for c in carry:
-        if c in read and c not in config.group_by and c not in config.keep_columns \
-                and (c in written or c in (id_col, pred_col, ref_col)
-                     or (config.keep_text and c == TEXT_COLUMN)):
-            raise ConfigError(f"--language column:{c}: column {c!r} is an id, text or "
-                              "output column, not a language column",
-                              hint="name the column holding each row's language")
-        if c in written or c in (id_col, pred_col, ref_col) \
-                or (config.keep_text and c == TEXT_COLUMN):
+        if c in taken:
+            if c not in config.group_by and c not in config.keep_columns:  # read alone
+                raise ConfigError(f"--language column:{c}: column {c!r} is an id, text or "
+                                  "output column, not a language column",
+                                  hint="name the column holding each row's language")
             raise ConfigError(f"cannot group by or keep column {c!r}: it is an id, text or "
                               "output column", hint="rename it in the input")
         if c in config.group_by and c in AGGREGATE_COLUMNS:
