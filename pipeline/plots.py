@@ -61,15 +61,13 @@ def check_plot_output(path: str) -> None:
 
     """
     from pipeline.errors import OutputExistsError
+    from pipeline.io.write import check_output_place, link_error
 
     if os.path.islink(path):
-        raise OutputExistsError(f"plot {path} is a symbolic link; refusing to replace it",
-                                hint=f"pass the real path, e.g. --plot {os.path.realpath(path)}")
+        raise link_error(path, path, what="plot")
     if os.path.isdir(path):
         raise OutputExistsError(f"plot {path} is a directory; refusing to replace it",
                                 hint="name a file, e.g. --plot delta.png")
-    from pipeline.io.write import check_output_place
-
     check_output_place(path)  # never a file inside a score run's directory
     if not os.path.exists(path):
         return  # a missing directory fails the drawing only (a warning: the verdict stands)

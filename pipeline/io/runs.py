@@ -704,14 +704,12 @@ def check_comparison_output(output_dir: str) -> None:
         InputError: the storage cannot be read.
 
     """
-    from pipeline.io.write import check_output_place
+    from pipeline.io.write import check_output_place, link_error
 
     fs, root = filesystem(output_dir)
     shown = output_dir.rstrip("/") or output_dir
     if isinstance(fs, pafs.LocalFileSystem) and os.path.islink(root.rstrip("/")):
-        raise OutputExistsError(f"output {shown} is a symbolic link; refusing to write "
-                                "through it", hint="pass the real path, e.g. --output "
-                                                   f"{os.path.realpath(root)}")
+        raise link_error(shown, root, doing="write through it")
     try:
         check_output_place(output_dir)
         info = fs.get_file_info(root)

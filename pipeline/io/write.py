@@ -209,9 +209,7 @@ def check_report_output(loc: Location, *, output: str) -> None:
 
 def _check_report_destination(loc: Location, *, output: str, local: bool) -> None:
     if local and os.path.islink(loc.path):
-        raise OutputExistsError(f"output {output} is a symbolic link; refusing to replace it",
-                                hint="pass the real path, e.g. --output "
-                                     f"{os.path.realpath(loc.path)}")
+        raise link_error(output, loc.path)
     kind = _exists(loc)
     if kind == pafs.FileType.NotFound:
         folder = os.path.dirname(loc.path)
@@ -639,6 +637,23 @@ def _is_score_run(fs: pafs.FileSystem, path: str) -> bool:
         return False
 
 
+def link_error(shown: str, path: str, *, what: str = "output",
+               doing: str = "replace it") -> OutputExistsError:
+    """The error for a local output that is a symbolic link: it names the real path to pass.
+
+    Args:
+        shown: the output as the user gave it.
+        path: its local path (resolved for the hint).
+        what: ``output`` or ``plot``: the option is ``--`` + ``what``.
+        doing: what is refused (``replace it``, ``write through it``).
+
+    Returns:
+        An :class:`OutputExistsError` (exit 3) to raise.
+    """
+    return OutputExistsError(f"{what} {shown} is a symbolic link; refusing to {doing}",
+                             hint=f"pass the real path, e.g. --{what} {os.path.realpath(path)}")
+
+
 def check_output_given(output: str) -> None:
     """Refuse an empty or blank output path, before any other check of it.
 
@@ -682,9 +697,7 @@ def check_output_place(output: str, *, may_be_run: bool = False,
     loc = locate(shown)
     local = isinstance(loc.fs, pafs.LocalFileSystem)
     if local and not may_be_link and os.path.islink(loc.path.rstrip("/") or loc.path):
-        raise OutputExistsError(f"output {shown} is a symbolic link; refusing to replace it",
-                                hint="pass the real path, e.g. --output "
-                                     f"{os.path.realpath(loc.path)}")
+        raise link_error(shown, loc.path)
     path = os.path.realpath(loc.path) if local else loc.path.rstrip("/")
     first = True
     while path and path not in ("/", "."):
@@ -774,7 +787,7 @@ def _sibling_uri(uri: str, name: str) -> str:
 
 __all__ = ["AGGREGATE_FILE", "COMPLETIONS_DIR", "EXAMPLES_DIR", "MANIFEST_FILE", "REPORT_MARK",
            "STATE_FILE", "SUCCESS_FILE", "OutputDir", "check_apart", "check_output_given",
-           "check_output_place",
+           "check_output_place", "link_error",
            "check_report_output",
            "checksum", "read_json", "write_json", "write_parquet", "write_report_file",
            "write_text"]
