@@ -46,6 +46,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from pipeline.tokenizers.stemmers import longest_suffix
+
 NLTK_VERSION = "3.10.4"
 
 VOWELS = "aeiouy\xe2\xe0\xeb\xe9\xea\xe8\xef\xee\xf4\xfb\xf9"
@@ -116,30 +118,8 @@ _UNACCENT = re.compile(f"[{''.join(UNACCENTED)}](?=[^{_V}]+\\Z)")
 
 
 def _longest_suffix(suffixes: tuple[str, ...]) -> re.Pattern[str]:
-    """A pattern matching, at the start of a reversed word, its longest suffix in the list.
-
-    The reversed suffixes form a trie written as nested groups; a group that ends a suffix
-    is optional and greedy, so the match goes as deep as the word allows and backs off to
-    the last complete suffix passed (``m.end()`` is the suffix's length).
-    """
-    trie: dict[str, dict] = {}
-    for suffix in suffixes:
-        node = trie
-        for char in reversed(suffix):
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def emit(node: dict[str, dict]) -> str:
-        alternatives = [re.escape(char) + emit(child) for char, child in node.items() if char]
-        if not alternatives:
-            return ""
-        body = (alternatives[0] if len(alternatives) == 1
-                else "(?:" + "|".join(alternatives) + ")")
-        if "" not in node:
-            return body
-        return f"(?:{body})?" if len(alternatives) == 1 else body + "?"
-
-    return re.compile(emit(trie))
+    """A pattern matching, at the start of a reversed word, its longest suffix in the list."""
+    return re.compile(longest_suffix(suffixes))
 
 
 def _branches(branches: tuple[tuple[str, ...], ...]) -> dict[str, int]:

@@ -51,7 +51,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+
+from pipeline.tokenizers.stemmers import longest_suffix
 
 NLTK_VERSION = "3.10.4"
 
@@ -118,25 +119,9 @@ def _longest(name: str) -> str:
     """A pattern matching the longest allowed suffix of a list at a reversed string's start.
 
     Allowed: the suffix ends the string, after "a" when it needs one; no suffix: no match.
-
-    The suffixes, reversed, form a trie; at each node the longer continuations are tried
-    before the end of a suffix (``""``, or ``(?=a)`` for a suffix needing "a" before it).
     """
     after_a = AFTER_A.get(name, frozenset())
-    trie: dict[str, Any] = {}
-    for suffix in SUFFIXES[name]:
-        node = trie
-        for char in reversed(suffix):
-            node = node.setdefault(char, {})
-        node[""] = "(?=a)" if suffix in after_a else ""
-
-    def alternatives(node: dict[str, Any]) -> str:
-        branches = [re.escape(c) + alternatives(child) for c, child in sorted(node.items()) if c]
-        if "" in node:
-            branches.append(node[""])
-        return "(?:" + "|".join(branches) + ")"
-
-    return alternatives(trie)
+    return longest_suffix(SUFFIXES[name], lambda suffix: "(?=a)" if suffix in after_a else "")
 
 
 # Steps 1 and 2 on RV reversed: a perfective gerund; else a reflexive suffix, then an
